@@ -1,0 +1,23 @@
+"""Errors raised by the inertial_id core.
+
+Every error the core raises on bad input derives from :class:`InertialIdError`, so callers
+(nodes, the command line) can catch exactly these and keep running.
+"""
+
+from __future__ import annotations
+
+
+class InertialIdError(Exception):
+    """Base class of all inertial_id errors."""
+
+
+class ModelError(InertialIdError):
+    """The robot model is unusable: a URDF that does not parse, a missing frame or joint."""
+
+
+class SampleError(InertialIdError):
+    """A measurement cannot be used: NaN/inf, wrong size, unknown joints, stamps out of order."""
+
+
+class SolverError(InertialIdError):
+    """The estimator could not produce a (physically consistent) estimate."""

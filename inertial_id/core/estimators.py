@@ -1,0 +1,191 @@
+"""Estimators of ``x = [pi (10); offset (6)]`` from sufficient statistics.
+
+Every estimator takes :class:`~inertial_id.core.statistics.SufficientStatistics` of the
+weighted problem ``min ||A x - b||^2_W`` and returns an :class:`Estimate`. The constrained
+estimator solves the convex SDP of Wensing et al. (2017)
+
+    min ||A x - b||^2_W + w ||pi - pi_prior||^2   s.t.   J(pi) >= eps I,
+
+so its result is fully physically consistent by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cvxpy as cp
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from inertial_id.core.errors import SolverError
+from inertial_id.core.parameters import BodyParameters, min_pseudo_inertia_eigenvalue
+from inertial_id.core.statistics import SufficientStatistics
+
+N_PI = 10
+N_OFFSET = 6
+N_UNKNOWNS = N_PI + N_OFFSET
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """An estimate of the payload parameters and the F/T offset, with its uncertainty.
+
+    ``body`` holds ``pi`` in the sensor frame about its origin; ``offset`` is the F/T bias
+    ``[fx, fy, fz, tx, ty, tz]``; ``covariance`` is 16x16 over ``[pi; offset]``;
+    ``condition_number`` is that of the column-scaled regressor; ``min_eigenvalue`` is the
+    smallest eigenvalue of ``J(pi)`` (positive means physically consistent).
+    """
+
+    body: BodyParameters
+    offset: NDArray[np.float64]
+    covariance: NDArray[np.float64]
+    samples: float
+    condition_number: float
+    method: str
+
+    @property
+    def pi(self) -> NDArray[np.float64]:
+        """``[m, mcx, mcy, mcz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]`` about the sensor origin."""
+        return self.body.pi
+
+    @property
+    def std(self) -> NDArray[np.float64]:
+        """Standard deviation of each entry of ``pi``."""
+        return np.sqrt(np.clip(np.diag(self.covariance)[:N_PI], 0.0, None))
+
+    @property
+    def offset_std(self) -> NDArray[np.float64]:
+        """Standard deviation of each entry of the offset."""
+        return np.sqrt(np.clip(np.diag(self.covariance)[N_PI:], 0.0, None))
+
+    @property
+    def relative_std(self) -> NDArray[np.float64]:
+        """``std / |pi|`` in percent (sigma %), inf where the parameter is zero."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.pi != 0.0, 100.0 * self.std / np.abs(self.pi), np.inf)
+
+    @property
+    def min_eigenvalue(self) -> float:
+        """Smallest eigenvalue of the pseudo-inertia of ``pi``."""
+        return min_pseudo_inertia_eigenvalue(self.pi)
+
+    @property
+    def physically_consistent(self) -> bool:
+        """``J(pi)`` positive definite."""
+        return self.body.is_physically_consistent()
+
+
+def scaled_condition_number(information: NDArray[np.float64]) -> float:
+    """Condition number of the regressor with unit-norm columns, from ``A^T W A``."""
+    d = np.sqrt(np.clip(np.diag(information), 0.0, None))
+    if np.any(d == 0.0):
+        return float("inf")
+    eig = np.linalg.eigvalsh(information / np.outer(d, d))
+    return float(np.sqrt(eig[-1] / eig[0])) if eig[0] > 0 else float("inf")
+
+
+def _make_estimate(stats: SufficientStatistics, x: NDArray[np.float64], method: str) -> Estimate:
+    """Package a solution with its covariance ``sigma^2 (A^T W A)^-1``."""
+    dof = max(stats.rows - N_UNKNOWNS, 1.0)
+    sigma2 = stats.residual(x) / dof
+    covariance = sigma2 * np.linalg.pinv(stats.information, rcond=1e-12, hermitian=True)
+    return Estimate(
+        body=BodyParameters.from_pi(x[:N_PI]),
+        offset=x[N_PI:].copy(),
+        covariance=covariance,
+        samples=stats.samples,
+        condition_number=scaled_condition_number(stats.information),
+        method=method,
+    )
+
+
+def least_squares(stats: SufficientStatistics) -> Estimate:
+    """Unconstrained weighted least squares (the baseline; may be physically inconsistent)."""
+    x = np.linalg.lstsq(stats.information, stats.moment, rcond=1e-12)[0]
+    return _make_estimate(stats, x, "least_squares")
+
+
+def _square_root(stats: SufficientStatistics) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``R``, ``z`` with ``||R x - z||^2 = ||A x - b||^2_W - const`` (eigen square root)."""
+    values, vectors = np.linalg.eigh(stats.information)
+    keep = values > values[-1] * 1e-14 if values[-1] > 0 else np.zeros_like(values, bool)
+    root = np.sqrt(np.where(keep, values, 0.0))
+    r = root[:, None] * vectors.T
+    with np.errstate(divide="ignore"):
+        z = np.where(keep, (vectors.T @ stats.moment) / np.where(keep, root, 1.0), 0.0)
+    return r, z
+
+
+def pseudo_inertia_expression(pi: cp.Expression) -> cp.Expression:
+    """``J(pi)`` as an affine cvxpy expression of a 10-vector variable (our order)."""
+    m, hx, hy, hz = pi[0], pi[1], pi[2], pi[3]
+    ixx, ixy, ixz, iyy, iyz, izz = pi[4], pi[5], pi[6], pi[7], pi[8], pi[9]
+    half_trace = 0.5 * (ixx + iyy + izz)
+    return cp.bmat([
+        [half_trace - ixx, -ixy, -ixz, hx],
+        [-ixy, half_trace - iyy, -iyz, hy],
+        [-ixz, -iyz, half_trace - izz, hz],
+        [hx, hy, hz, m],
+    ])
+
+
+class ConsistentEstimator:
+    """LMI-constrained least squares (Wensing et al. 2017): ``J(pi) >= epsilon I``.
+
+    The cvxpy problem is built once with parameters (DPP) and re-solved with new statistics,
+    so a solve never recompiles. ``prior`` (our ``pi`` order) and ``prior_weight`` (relative
+    to the mean diagonal of the information matrix) pull unexcited directions toward a known
+    value; the default is a negligible pull toward zero.
+    """
+
+    method = "lmi_sdp"
+
+    def __init__(
+        self,
+        epsilon: float = 1e-8,
+        prior: ArrayLike | None = None,
+        prior_weight: float = 1e-9,
+        solver: str = "CLARABEL",
+    ) -> None:
+        self.epsilon = epsilon
+        self.prior_weight = prior_weight
+        self.solver = solver
+        self._x = cp.Variable(N_UNKNOWNS)
+        self._r = cp.Parameter((N_UNKNOWNS, N_UNKNOWNS))
+        self._z = cp.Parameter(N_UNKNOWNS)
+        self.prior = np.zeros(N_PI) if prior is None else np.asarray(prior, dtype=float)
+        # sqrt(w) and sqrt(w) * prior as separate parameters keep the problem DPP.
+        self._prior_root = cp.Parameter(nonneg=True, value=0.0)
+        self._prior_target = cp.Parameter(N_PI, value=np.zeros(N_PI))
+        pi = self._x[:N_PI]
+        objective = cp.sum_squares(self._r @ self._x - self._z) + cp.sum_squares(
+            self._prior_root * pi - self._prior_target
+        )
+        jmat = pseudo_inertia_expression(pi)
+        constraints = [jmat - epsilon * np.eye(4) >> 0]
+        self._problem = cp.Problem(cp.Minimize(objective), constraints)
+
+    def solve(self, stats: SufficientStatistics) -> Estimate:
+        """The consistent estimate; raises :class:`SolverError` when none is found."""
+        if stats.rows < N_UNKNOWNS:
+            raise SolverError(f"{stats.rows:.0f} equations cannot determine {N_UNKNOWNS} unknowns")
+        r, z = _square_root(stats)
+        scale = float(np.mean(np.diag(stats.information)))
+        self._r.value = r
+        self._z.value = z
+        root = float(np.sqrt(self.prior_weight * scale))
+        self._prior_root.value = root
+        self._prior_target.value = root * self.prior
+        try:
+            self._problem.solve(solver=self.solver)
+        except cp.error.SolverError as exc:
+            raise SolverError(f"SDP solver {self.solver} failed: {exc}") from exc
+        if self._problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or self._x.value is None:
+            raise SolverError(f"SDP solver {self.solver} ended with status {self._problem.status}")
+        estimate = _make_estimate(stats, np.asarray(self._x.value, dtype=float), self.method)
+        if not estimate.physically_consistent:
+            raise SolverError(
+                "SDP solution is not physically consistent "
+                f"(min eigenvalue of J = {estimate.min_eigenvalue:.3g})"
+            )
+        return estimate

@@ -1,0 +1,184 @@
+"""Sensor-frame kinematics from a URDF with pinocchio.
+
+For each sample of joint positions, velocities and accelerations (the model's joint order,
+radians / metres, SI derivatives) :class:`SensorKinematics` returns, in the sensor frame,
+
+- the body twist ``v = [v_lin; w]`` (``pinocchio.LOCAL``), and
+- the proper acceleration ``a_g = [a_lin - R^T g; alpha]``: pinocchio's spatial (not classical)
+  body acceleration minus gravity, with ``R`` the sensor orientation in the base frame and ``g``
+  gravity in the base frame (default ``[0, 0, -9.81]``). A sensor at rest has
+  ``a_g = [R^T (0, 0, 9.81); 0]``: what an accelerometer reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+from numpy.typing import ArrayLike, NDArray
+
+from inertial_id.core.errors import ModelError, SampleError
+
+DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+
+
+def load_urdf_model(urdf: str) -> pin.Model:
+    """Build a pinocchio model from URDF text or a path to a URDF file.
+
+    Raises :class:`ModelError` naming the file when it does not exist or does not parse.
+    """
+    text = urdf
+    source = "robot_description"
+    if not urdf.lstrip().startswith("<"):
+        path = Path(urdf).expanduser()
+        source = str(path)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ModelError(f"cannot read URDF file {path}: {exc.strerror}") from exc
+    try:
+        return pin.buildModelFromXML(text)
+    except (RuntimeError, ValueError) as exc:
+        raise ModelError(f"URDF from {source} does not parse: {exc}") from exc
+
+
+def movable_joint_names(model: pin.Model) -> list[str]:
+    """Names of the model's joints (pinocchio's order, the URDF tree depth-first), no universe."""
+    return list(model.names)[1:]
+
+
+class SensorKinematics:
+    """Twist and proper acceleration of one frame (the F/T sensor) of a URDF model.
+
+    ``locked_joints`` maps joint names to fixed positions; those joints are removed from the
+    model (pinocchio's reduced model), so ``joint_names`` lists only the moving ones.
+    """
+
+    def __init__(
+        self,
+        urdf: str,
+        sensor_frame: str,
+        gravity: ArrayLike = DEFAULT_GRAVITY,
+        locked_joints: Mapping[str, float] | None = None,
+    ) -> None:
+        model = load_urdf_model(urdf)
+        if locked_joints:
+            model = _lock_joints(model, locked_joints)
+        if not model.existFrame(sensor_frame):
+            kinds = (pin.FrameType.BODY, pin.FrameType.OP_FRAME, pin.FrameType.SENSOR)
+            frames = sorted({f.name for f in model.frames if f.type in kinds})
+            raise ModelError(
+                f"sensor frame {sensor_frame!r} is not in the URDF; frames: {', '.join(frames)}"
+            )
+        for joint in model.joints[1:]:
+            if not (joint.nv == 1 and joint.nq in (1, 2)):
+                raise ModelError(
+                    f"joint type {joint.shortname()} is not supported (only 1-DoF joints)"
+                )
+        self.model = model
+        self.data = model.createData()
+        self.sensor_frame = sensor_frame
+        self.frame_id = model.getFrameId(sensor_frame)
+        self.gravity = np.asarray(gravity, dtype=float).reshape(3)
+        self.joint_names = movable_joint_names(model)
+        self._unbounded = np.array([j.nq == 2 for j in model.joints[1:]], dtype=bool)
+        self._idx_q = np.array([j.idx_q for j in model.joints[1:]], dtype=int)
+
+    @property
+    def nv(self) -> int:
+        """Number of joints (velocities)."""
+        return int(self.model.nv)
+
+    def configuration(self, positions: ArrayLike) -> NDArray[np.float64]:
+        """pinocchio configuration from joint positions (continuous joints become cos/sin)."""
+        theta = np.asarray(positions, dtype=float)
+        q = np.empty(self.model.nq)
+        for i, (start, unbounded) in enumerate(zip(self._idx_q, self._unbounded, strict=True)):
+            if unbounded:
+                q[start], q[start + 1] = np.cos(theta[i]), np.sin(theta[i])
+            else:
+                q[start] = theta[i]
+        return q
+
+    def sensor_pose(self, positions: ArrayLike) -> pin.SE3:
+        """Placement of the sensor frame in the base frame."""
+        pin.framesForwardKinematics(self.model, self.data, self.configuration(positions))
+        return self.data.oMf[self.frame_id].copy()
+
+    def compute(
+        self, positions: ArrayLike, velocities: ArrayLike, accelerations: ArrayLike
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Twist and proper acceleration of the sensor frame for a batch of samples.
+
+        Inputs are (N, nv) or (nv,); outputs are (N, 6) or (6,), ``[linear; angular]`` in the
+        sensor frame.
+        """
+        q = np.asarray(positions, dtype=float)
+        single = q.ndim == 1
+        q, qd, qdd = (np.atleast_2d(np.asarray(x, dtype=float)) for x in
+                      (positions, velocities, accelerations))
+        if not (q.shape == qd.shape == qdd.shape and q.shape[1] == self.nv):
+            raise SampleError(
+                f"expected (N, {self.nv}) joint arrays, got {q.shape}, {qd.shape}, {qdd.shape}"
+            )
+        twist = np.empty((q.shape[0], 6))
+        proper = np.empty((q.shape[0], 6))
+        model, data, fid = self.model, self.data, self.frame_id
+        for k in range(q.shape[0]):
+            pin.forwardKinematics(model, data, self.configuration(q[k]), qd[k], qdd[k])
+            pin.updateFramePlacement(model, data, fid)
+            twist[k] = pin.getFrameVelocity(model, data, fid, pin.LOCAL).vector
+            proper[k] = pin.getFrameAcceleration(model, data, fid, pin.LOCAL).vector
+            proper[k, :3] -= data.oMf[fid].rotation.T @ self.gravity
+        return (twist[0], proper[0]) if single else (twist, proper)
+
+
+def _lock_joints(model: pin.Model, locked: Mapping[str, float]) -> pin.Model:
+    """Reduced model with the named joints fixed at the given positions."""
+    unknown = [name for name in locked if not model.existJointName(name)]
+    if unknown:
+        raise ModelError(f"locked joints not in the URDF: {', '.join(unknown)}")
+    q_ref = pin.neutral(model)
+    ids = []
+    for name, value in locked.items():
+        joint_id = model.getJointId(name)
+        joint = model.joints[joint_id]
+        if joint.nq == 2:
+            q_ref[joint.idx_q : joint.idx_q + 2] = np.cos(value), np.sin(value)
+        else:
+            q_ref[joint.idx_q] = value
+        ids.append(joint_id)
+    return pin.buildReducedModel(model, ids, q_ref)
+
+
+class JointMapper:
+    """Maps ``sensor_msgs/JointState`` arrays to the model's joint order.
+
+    Extra joints and any order in the message are fine; a model joint missing from the message
+    is a :class:`SampleError` naming it.
+    """
+
+    def __init__(self, joint_names: Sequence[str]) -> None:
+        self.joint_names = list(joint_names)
+        self._cache: dict[tuple[str, ...], NDArray[np.intp]] = {}
+
+    def indices(self, message_names: Sequence[str]) -> NDArray[np.intp]:
+        """Index into the message arrays for each model joint."""
+        key = tuple(message_names)
+        found = self._cache.get(key)
+        if found is None:
+            position = {name: i for i, name in enumerate(key)}
+            missing = [name for name in self.joint_names if name not in position]
+            if missing:
+                raise SampleError(f"joint state lacks joints {', '.join(missing)}")
+            found = np.array([position[name] for name in self.joint_names], dtype=np.intp)
+            self._cache[key] = found
+        return found
+
+    def select(self, message_names: Sequence[str], values: Sequence[float]) -> NDArray[np.float64]:
+        """The model-ordered values of one JointState array (position, velocity, effort)."""
+        if len(values) != len(message_names):
+            raise SampleError(f"{len(values)} values for {len(message_names)} joint names")
+        return np.asarray(values, dtype=float)[self.indices(message_names)]

@@ -1,0 +1,90 @@
+"""Payload identification: sensor-frame samples in, a physically consistent estimate out.
+
+:class:`PayloadIdentifier` is the object both the solver node and offline replay run. It turns
+each sample (twist, proper acceleration, measured wrench; sensor frame) into weighted rows of
+``w = [s Y(v, a_g), I6] [pi; offset]``, keeps only sufficient statistics (optionally with
+exponential forgetting), and solves with the configured estimator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from inertial_id.core.errors import InertialIdError, SampleError
+from inertial_id.core.estimators import (
+    N_UNKNOWNS,
+    ConsistentEstimator,
+    Estimate,
+    least_squares,
+)
+from inertial_id.core.regressor import measurement_matrix, wrench_sign
+from inertial_id.core.statistics import SufficientStatistics
+
+METHODS = ("lmi_sdp", "least_squares")
+
+
+@dataclass(frozen=True)
+class PayloadConfig:
+    """Settings of :class:`PayloadIdentifier`.
+
+    ``wrench_sign``: ``payload_on_sensor`` (what F/T sensors report) or ``sensor_on_payload``.
+    ``force_noise_std`` (N) and ``torque_noise_std`` (N m) weight the force and torque rows by
+    their inverse variances. ``forgetting_factor`` in (0, 1] scales old data per sample
+    (1 keeps everything). ``method``: ``lmi_sdp`` (consistent) or ``least_squares``.
+    """
+
+    wrench_sign: str = "payload_on_sensor"
+    force_noise_std: float = 0.1
+    torque_noise_std: float = 0.005
+    forgetting_factor: float = 1.0
+    method: str = "lmi_sdp"
+    epsilon: float = 1e-8
+
+    def __post_init__(self) -> None:
+        wrench_sign(self.wrench_sign)
+        if self.method not in METHODS:
+            raise InertialIdError(f"unknown method {self.method!r}; use one of {METHODS}")
+        if self.force_noise_std <= 0 or self.torque_noise_std <= 0:
+            raise InertialIdError("noise standard deviations must be positive")
+        if not 0.0 < self.forgetting_factor <= 1.0:
+            raise InertialIdError("forgetting_factor must be in (0, 1]")
+
+
+class PayloadIdentifier:
+    """Accumulates payload samples and estimates ``[pi; offset]``; see the module docstring."""
+
+    def __init__(self, config: PayloadConfig | None = None) -> None:
+        self.config = config or PayloadConfig()
+        self.sign = wrench_sign(self.config.wrench_sign)
+        self.statistics = SufficientStatistics(N_UNKNOWNS)
+        axis_weights = np.repeat(
+            [self.config.force_noise_std**-2, self.config.torque_noise_std**-2], 3
+        )
+        self._axis_weights = axis_weights
+        self._sdp = ConsistentEstimator(epsilon=self.config.epsilon)
+
+    def reset(self) -> None:
+        """Forget all data."""
+        self.statistics = SufficientStatistics(N_UNKNOWNS)
+
+    def add(self, twist: ArrayLike, proper_acceleration: ArrayLike, wrench: ArrayLike) -> None:
+        """Accumulate N samples: (N, 6) twists, proper accelerations and measured wrenches."""
+        wrench = np.atleast_2d(np.asarray(wrench, dtype=float))
+        if wrench.shape[-1] != 6:
+            raise SampleError(f"wrenches must be (N, 6), got {wrench.shape}")
+        n = wrench.shape[0]
+        if n == 0:
+            return
+        a = measurement_matrix(twist, proper_acceleration, self.sign)
+        if self.config.forgetting_factor < 1.0:
+            self.statistics.scale(self.config.forgetting_factor**n)
+        self.statistics.add(a, wrench.reshape(-1), np.tile(self._axis_weights, n), n)
+
+    def estimate(self) -> Estimate:
+        """Solve with the configured method (raises ``SolverError`` when it cannot)."""
+        if self.config.method == "least_squares":
+            return least_squares(self.statistics)
+        return self._sdp.solve(self.statistics)

@@ -1,0 +1,106 @@
+"""Newton-Euler regressor of a rigid body and the F/T measurement model.
+
+Spatial vectors are ``[linear; angular]`` in the body (sensor) frame. With the body twist
+``v = [v_lin; w]`` and the proper acceleration ``a_g = [a_lin - R^T g; alpha]`` (spatial body
+acceleration minus gravity, see :mod:`inertial_id.core.kinematics`),
+
+    Y(v, a_g) pi = M a_g + v x* M v
+
+is the wrench ``[f; tau]`` (about the frame origin) that the sensor applies to the body.
+A physical F/T sensor reports the opposite, the wrench the body exerts on the sensor, plus a
+constant bias: ``w = s Y pi + offset`` with ``s = -1`` (:data:`PAYLOAD_ON_SENSOR`, the default)
+or ``s = +1`` (:data:`SENSOR_ON_PAYLOAD`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from inertial_id.core.errors import InertialIdError
+
+PAYLOAD_ON_SENSOR = -1.0
+"""Sign of the measured wrench when the sensor reports what the payload exerts on it."""
+SENSOR_ON_PAYLOAD = 1.0
+"""Sign of the measured wrench when the sensor reports what it applies to the payload."""
+
+WRENCH_SIGNS = {"payload_on_sensor": PAYLOAD_ON_SENSOR, "sensor_on_payload": SENSOR_ON_PAYLOAD}
+
+
+def wrench_sign(name: str) -> float:
+    """The sign ``s`` of the measurement model for a convention name."""
+    try:
+        return WRENCH_SIGNS[name]
+    except KeyError:
+        raise InertialIdError(
+            f"unknown wrench sign convention {name!r}; use one of {sorted(WRENCH_SIGNS)}"
+        ) from None
+
+
+def _cross_matrices(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Batch of skew matrices, (N, 3) -> (N, 3, 3)."""
+    out = np.zeros(x.shape[:-1] + (3, 3))
+    out[..., 0, 1], out[..., 0, 2] = -x[..., 2], x[..., 1]
+    out[..., 1, 0], out[..., 1, 2] = x[..., 2], -x[..., 0]
+    out[..., 2, 0], out[..., 2, 1] = -x[..., 1], x[..., 0]
+    return out
+
+
+def _inertia_action(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``L(x)`` with ``L(x) [Ixx, Ixy, Ixz, Iyy, Iyz, Izz] = I x``, batched (N, 3) -> (N, 3, 6)."""
+    out = np.zeros(x.shape[:-1] + (3, 6))
+    x0, x1, x2 = x[..., 0], x[..., 1], x[..., 2]
+    out[..., 0, 0], out[..., 0, 1], out[..., 0, 2] = x0, x1, x2
+    out[..., 1, 1], out[..., 1, 3], out[..., 1, 4] = x0, x1, x2
+    out[..., 2, 2], out[..., 2, 4], out[..., 2, 5] = x0, x1, x2
+    return out
+
+
+def regressor(twist: ArrayLike, proper_acceleration: ArrayLike) -> NDArray[np.float64]:
+    """The Newton-Euler regressor ``Y(v, a_g)``.
+
+    Accepts one sample (6-vectors, returns 6x10) or a batch ((N, 6) arrays, returns N x 6 x 10).
+    Columns follow ``pi = [m, mcx, mcy, mcz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]``; rows ``[f; tau]``.
+    """
+    v = np.asarray(twist, dtype=float)
+    a = np.asarray(proper_acceleration, dtype=float)
+    if v.shape != a.shape or v.shape[-1] != 6:
+        raise InertialIdError(f"twist {v.shape} and acceleration {a.shape} must be (..., 6)")
+    lin, w = v[..., :3], v[..., 3:]
+    acc, alpha = a[..., :3], a[..., 3:]
+    wx = _cross_matrices(w)
+    # Classical-like term a + w x v appears in both the force and the torque rows.
+    acc_total = acc + np.cross(w, lin)
+    y = np.zeros(v.shape[:-1] + (6, 10))
+    y[..., :3, 0] = acc_total
+    y[..., :3, 1:4] = _cross_matrices(alpha) + wx @ wx
+    y[..., 3:, 1:4] = -_cross_matrices(acc_total)
+    y[..., 3:, 4:] = _inertia_action(alpha) + wx @ _inertia_action(w)
+    return y
+
+
+def measurement_matrix(
+    twist: ArrayLike, proper_acceleration: ArrayLike, sign: float = PAYLOAD_ON_SENSOR
+) -> NDArray[np.float64]:
+    """Rows of ``w = [s Y, I6] [pi; offset]`` for a batch: (N, 6) inputs -> (6N, 16).
+
+    The unknowns are ``x = [pi (10); offset (6)]``; the rows are the N samples' wrenches
+    ``[fx, fy, fz, tx, ty, tz]`` stacked in order.
+    """
+    y = regressor(np.atleast_2d(twist), np.atleast_2d(proper_acceleration))
+    n = y.shape[0]
+    a = np.empty((n, 6, 16))
+    a[:, :, :10] = sign * y
+    a[:, :, 10:] = np.eye(6)
+    return a.reshape(6 * n, 16)
+
+
+def predicted_wrench(
+    pi: ArrayLike,
+    twist: ArrayLike,
+    proper_acceleration: ArrayLike,
+    offset: ArrayLike = np.zeros(6),
+    sign: float = PAYLOAD_ON_SENSOR,
+) -> NDArray[np.float64]:
+    """The wrench the sensor should read, ``s Y(v, a_g) pi + offset`` (shape of the inputs)."""
+    return sign * regressor(twist, proper_acceleration) @ np.asarray(pi, dtype=float) + offset

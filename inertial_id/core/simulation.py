@@ -1,0 +1,163 @@
+"""A simulated robot carrying a payload behind a wrist F/T sensor.
+
+:class:`FourierTrajectory` is an exciting joint trajectory (finite Fourier series, analytic
+derivatives) kept inside position and velocity limits. :class:`PayloadSimulation` produces
+what a robot driver would publish: joint positions and velocities with encoder noise, and the
+wrench the F/T sensor reports, ``s Y(v, a_g) pi - s w_ext + offset + noise`` (``s = -1`` for
+the payload-on-sensor convention, ``w_ext`` an external contact wrench applied to the payload,
+sensor frame).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from inertial_id.core.kinematics import SensorKinematics
+from inertial_id.core.parameters import BodyParameters, skew
+from inertial_id.core.regressor import PAYLOAD_ON_SENSOR, regressor
+
+BUNDLED_URDF = "arm6_ft.urdf"
+BUNDLED_SENSOR_FRAME = "ft_sensor"
+# A pose of the bundled arm with the wrist well clear of the base.
+BUNDLED_HOME = (0.0, -1.2, 1.5, -1.2, -1.4, 0.0)
+
+
+def bundled_urdf_path() -> str:
+    """Path of the bundled 6-DoF arm with a wrist F/T sensor (frame ``ft_sensor``)."""
+    return str(resources.files("inertial_id") / "resources" / BUNDLED_URDF)
+
+
+def default_payload() -> BodyParameters:
+    """The demo payload: 1.5 kg, CoM off-axis, a 12 x 8 x 16 cm box-like inertia about its CoM."""
+    mass = 1.5
+    a, b, c = 0.12, 0.08, 0.16
+    inertia = mass / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+    return BodyParameters.from_mass_com_inertia(mass, [0.012, -0.018, 0.065], inertia)
+
+
+DEFAULT_OFFSET = (1.2, -0.8, 2.5, 0.05, -0.03, 0.02)
+
+
+@dataclass(frozen=True)
+class FourierTrajectory:
+    """``q_i(t) = q0_i + sum_l A_il sin(l w t + phi_il)`` with ``w = 2 pi / period``."""
+
+    home: NDArray[np.float64]
+    amplitudes: NDArray[np.float64]  # (n_joints, harmonics), rad
+    phases: NDArray[np.float64]  # (n_joints, harmonics), rad
+    period: float
+
+    @classmethod
+    def random(
+        cls,
+        home: ArrayLike,
+        amplitude: float | ArrayLike = 0.6,
+        period: float = 8.0,
+        harmonics: int = 4,
+        max_velocity: float | ArrayLike = 1.5,
+        seed: int = 0,
+    ) -> FourierTrajectory:
+        """Random coefficients scaled so each joint's amplitude and speed stay within bounds.
+
+        ``amplitude`` bounds ``|q - home|`` and ``max_velocity`` bounds ``|qdot|`` per joint.
+        """
+        rng = np.random.default_rng(seed)
+        home = np.asarray(home, dtype=float)
+        n = home.size
+        raw = rng.uniform(0.3, 1.0, (n, harmonics)) / np.arange(1, harmonics + 1)
+        phases = rng.uniform(0.0, 2 * np.pi, (n, harmonics))
+        omega = 2 * np.pi / period
+        bound_q = raw.sum(axis=1)
+        bound_v = (raw * omega * np.arange(1, harmonics + 1)).sum(axis=1)
+        scale = np.minimum(np.broadcast_to(amplitude, n) / bound_q,
+                           np.broadcast_to(max_velocity, n) / bound_v)
+        return cls(home, raw * scale[:, None], phases, float(period))
+
+    def __call__(
+        self, t: ArrayLike
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Positions, velocities, accelerations at times ``t`` (N,) -> three (N, n) arrays."""
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        k = np.arange(1, self.amplitudes.shape[1] + 1)
+        w = 2 * np.pi / self.period * k  # (H,)
+        arg = t[:, None, None] * w[None, None, :] + self.phases[None]
+        amp = self.amplitudes[None]
+        q = self.home + (amp * np.sin(arg)).sum(-1)
+        qd = (amp * w * np.cos(arg)).sum(-1)
+        qdd = -(amp * w**2 * np.sin(arg)).sum(-1)
+        return q, qd, qdd
+
+
+@dataclass(frozen=True)
+class Contact:
+    """An external force on the payload: ``force`` (N, sensor frame) at ``point`` (m, sensor
+    frame) from ``start`` for ``duration`` seconds."""
+
+    start: float
+    duration: float
+    force: tuple[float, float, float]
+    point: tuple[float, float, float] = (0.0, 0.0, 0.1)
+
+    def wrench(self) -> NDArray[np.float64]:
+        """``[F; p x F]`` about the sensor origin."""
+        f = np.asarray(self.force, dtype=float)
+        return np.concatenate((f, skew(self.point) @ f))
+
+
+@dataclass
+class PayloadSimulation:
+    """Joint states and F/T readings of a robot moving a known payload (see module docstring).
+
+    Noise: ``force_noise_std`` (N), ``torque_noise_std`` (N m), ``joint_noise_std`` (rad) on
+    positions and ``velocity_noise_std`` (rad/s) on measured velocities; ``offset`` is the F/T
+    bias ``[fx, fy, fz, tx, ty, tz]``.
+    """
+
+    kinematics: SensorKinematics
+    trajectory: FourierTrajectory
+    payload: BodyParameters = field(default_factory=default_payload)
+    offset: NDArray[np.float64] = field(default_factory=lambda: np.array(DEFAULT_OFFSET))
+    sign: float = PAYLOAD_ON_SENSOR
+    force_noise_std: float = 0.08
+    torque_noise_std: float = 0.004
+    joint_noise_std: float = 1e-5
+    velocity_noise_std: float = 1e-3
+    contacts: tuple[Contact, ...] = ()
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.offset = np.asarray(self.offset, dtype=float)
+        self._rng = np.random.default_rng(self.seed)
+
+    def contact_wrench(self, times: ArrayLike) -> NDArray[np.float64]:
+        """External wrench on the payload at each time, (N, 6), sensor frame."""
+        t = np.atleast_1d(np.asarray(times, dtype=float))
+        out = np.zeros((t.size, 6))
+        for contact in self.contacts:
+            active = (t >= contact.start) & (t < contact.start + contact.duration)
+            out[active] += contact.wrench()
+        return out
+
+    def wrench(self, times: ArrayLike, noise: bool = True) -> NDArray[np.float64]:
+        """F/T readings at ``times``, (N, 6)."""
+        q, qd, qdd = self.trajectory(times)
+        twist, proper = self.kinematics.compute(q, qd, qdd)
+        clean = self.sign * (regressor(twist, proper) @ self.payload.pi
+                             - self.contact_wrench(times)) + self.offset
+        if not noise:
+            return clean
+        std = np.repeat([self.force_noise_std, self.torque_noise_std], 3)
+        return clean + self._rng.normal(size=clean.shape) * std
+
+    def joint_states(
+        self, times: ArrayLike
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Measured joint positions and velocities at ``times``, two (N, n) arrays."""
+        q, qd, _ = self.trajectory(times)
+        q = q + self._rng.normal(size=q.shape) * self.joint_noise_std
+        qd = qd + self._rng.normal(size=qd.shape) * self.velocity_noise_std
+        return q, qd

@@ -1,0 +1,83 @@
+"""Sufficient statistics of a weighted linear least-squares problem.
+
+For rows ``A x ~ b`` with weights ``W`` (diagonal), the cost ``||A x - b||^2_W`` is fully
+described by the information matrix ``A^T W A``, the moment ``A^T W b``, the energy
+``b^T W b`` and the number of rows. Solvers only ever see these, so ten samples or a
+million cost the same to solve; merging two data sets is an addition, exponential forgetting
+is a scaling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from inertial_id.core.errors import SampleError
+
+
+@dataclass
+class SufficientStatistics:
+    """``A^T W A``, ``A^T W b``, ``b^T W b`` and counts for ``n_unknowns`` unknowns.
+
+    ``samples`` counts wrench samples (6 rows each for a payload), ``rows`` counts equations;
+    under forgetting both are effective (scaled) counts.
+    """
+
+    n_unknowns: int
+    information: NDArray[np.float64] = field(init=False)
+    moment: NDArray[np.float64] = field(init=False)
+    energy: float = field(init=False, default=0.0)
+    rows: float = field(init=False, default=0.0)
+    samples: float = field(init=False, default=0.0)
+
+    def __post_init__(self) -> None:
+        self.information = np.zeros((self.n_unknowns, self.n_unknowns))
+        self.moment = np.zeros(self.n_unknowns)
+
+    def add(self, a: ArrayLike, b: ArrayLike, weights: ArrayLike, samples: int) -> None:
+        """Accumulate rows ``a`` (r, n) with targets ``b`` (r,) and row weights (r,)."""
+        a = np.asarray(a, dtype=float)
+        b = np.asarray(b, dtype=float)
+        w = np.asarray(weights, dtype=float)
+        if a.shape != (b.size, self.n_unknowns) or w.shape != b.shape:
+            raise SampleError(f"rows {a.shape}, targets {b.shape}, weights {w.shape} mismatch")
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+            raise SampleError("regressor rows or measurements contain NaN or inf")
+        aw = a.T * w
+        self.information += aw @ a
+        self.moment += aw @ b
+        self.energy += float(b @ (w * b))
+        self.rows += b.size
+        self.samples += samples
+
+    def merge(self, other: SufficientStatistics) -> None:
+        """Add another data set's statistics to these."""
+        if other.n_unknowns != self.n_unknowns:
+            raise SampleError("cannot merge statistics of different sizes")
+        self.information += other.information
+        self.moment += other.moment
+        self.energy += other.energy
+        self.rows += other.rows
+        self.samples += other.samples
+
+    def scale(self, factor: float) -> None:
+        """Multiply everything by ``factor`` (exponential forgetting when 0 < factor < 1)."""
+        self.information *= factor
+        self.moment *= factor
+        self.energy *= factor
+        self.rows *= factor
+        self.samples *= factor
+
+    def copy(self) -> SufficientStatistics:
+        """An independent copy."""
+        out = SufficientStatistics(self.n_unknowns)
+        out.merge(self)
+        return out
+
+    def residual(self, x: ArrayLike) -> float:
+        """Weighted residual ``||A x - b||^2_W`` from the statistics alone."""
+        x = np.asarray(x, dtype=float)
+        value = x @ self.information @ x - 2.0 * x @ self.moment + self.energy
+        return max(float(value), 0.0)

@@ -1,0 +1,138 @@
+"""Shared wiring for the inertial_id nodes: parameters, QoS, stamps, robot description."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import rclpy
+from builtin_interfaces.msg import Time
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+)
+from std_msgs.msg import String
+
+from inertial_id.core.errors import InertialIdError
+
+
+def sensor_qos(depth: int) -> QoSProfile:
+    """Sensor-data QoS (best effort, volatile) with a queue deep enough for 1 kHz bursts."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+
+
+def pipeline_qos(depth: int = 100) -> QoSProfile:
+    """Reliable QoS for the batches passed between the pipeline's own nodes."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.RELIABLE
+    )
+
+
+def latched_qos() -> QoSProfile:
+    """Transient-local QoS, as robot_state_publisher uses for ``robot_description``."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=1,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
+
+
+def declare(
+    node: Node, name: str, default: Any, description: str, array_type: int | None = None
+) -> Any:
+    """Declare a read-only parameter with a description and return its value.
+
+    ``array_type`` (a ``ParameterType`` constant) types a parameter whose default is ``[]``.
+    """
+    descriptor = ParameterDescriptor(description=description, read_only=True)
+    if array_type is not None:
+        descriptor.type = array_type
+    return node.declare_parameter(name, default, descriptor).value
+
+
+def to_seconds(stamp: Time) -> float:
+    """A header stamp in seconds."""
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def to_stamp(seconds: float) -> Time:
+    """Seconds to a ``builtin_interfaces/Time``."""
+    sec = int(seconds // 1)
+    nanosec = int(round((seconds - sec) * 1e9))
+    if nanosec >= 1_000_000_000:
+        sec, nanosec = sec + 1, nanosec - 1_000_000_000
+    return Time(sec=sec, nanosec=nanosec)
+
+
+def check(condition: bool, message: str) -> None:
+    """Raise :class:`InertialIdError` with ``message`` unless ``condition`` holds."""
+    if not condition:
+        raise InertialIdError(message)
+
+
+class RobotDescription:
+    """Gets the URDF for a node: the ``urdf_path`` parameter, else the ``robot_description``
+    parameter, else the latched ``robot_description`` topic (calls ``on_ready`` once)."""
+
+    def __init__(self, node: Node, on_ready: Callable[[str], None]) -> None:
+        self._node = node
+        self._on_ready = on_ready
+        self._subscription = None
+        path = declare(node, "urdf_path", "", "URDF file; empty: use robot_description")
+        text = declare(node, "robot_description", "", "URDF text; empty: use the topic")
+        if path or text:
+            on_ready(path or text)
+        else:
+            node.get_logger().info("waiting for the URDF on the robot_description topic")
+            self._subscription = node.create_subscription(
+                String, "robot_description", self._received, latched_qos()
+            )
+
+    def _received(self, msg: String) -> None:
+        if self._subscription is None:
+            return
+        try:
+            self._on_ready(msg.data)
+        except InertialIdError as exc:
+            self._node.get_logger().error(f"robot_description rejected: {exc}")
+            return
+        self._node.destroy_subscription(self._subscription)
+        self._subscription = None
+
+
+def locked_joints(names: Sequence[str], positions: Sequence[float]) -> dict[str, float]:
+    """The ``locked_joint_names`` / ``locked_joint_positions`` parameters as a mapping."""
+    check(len(names) == len(positions),
+          f"{len(names)} locked_joint_names but {len(positions)} locked_joint_positions")
+    return dict(zip(names, (float(p) for p in positions), strict=True))
+
+
+def run(node_factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
+    """Standard ``main``: init, spin one node, shut down; exit code 1 on a start-up error."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = node_factory()
+        rclpy.spin(node)
+    except InertialIdError as exc:
+        print(f"inertial_id: {exc}", flush=True)
+        return 1
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0

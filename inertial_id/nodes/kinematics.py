@@ -1,0 +1,76 @@
+"""kinematics: the F/T sensor frame's twist and proper acceleration from joint samples.
+
+Subscribes ``joint_samples`` (inertial_id/JointSamples from the gatherer); publishes
+``sensor_samples`` (inertial_id/SensorSamples): for each sample the sensor frame's body twist
+and proper acceleration (spatial acceleration minus gravity, sensor frame) computed with
+pinocchio from the URDF, and the measured wrench, unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from rcl_interfaces.msg import ParameterType
+from rclpy.node import Node
+
+from inertial_id.core.errors import InertialIdError
+from inertial_id.core.kinematics import DEFAULT_GRAVITY, JointMapper, SensorKinematics
+from inertial_id.msg import JointSamples, SensorSamples
+from inertial_id.nodes.common import RobotDescription, declare, locked_joints, pipeline_qos, run
+from inertial_id.nodes.conversions import joint_samples_from_msg, sensor_samples_to_msg
+
+
+class Kinematics(Node):
+    """See the module docstring."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("kinematics", **kwargs)
+        self.sensor_frame = declare(self, "sensor_frame", "ft_sensor",
+                                    "URDF frame of the F/T sensor's measurement origin")
+        self.gravity = declare(self, "gravity", list(DEFAULT_GRAVITY),
+                               "gravity in the URDF base frame, m/s^2")
+        self.locked = locked_joints(
+            declare(self, "locked_joint_names", [], "URDF joints held still",
+                    ParameterType.PARAMETER_STRING_ARRAY),
+            declare(self, "locked_joint_positions", [], "their positions, rad or m",
+                    ParameterType.PARAMETER_DOUBLE_ARRAY),
+        )
+        self.model: SensorKinematics | None = None
+        self.mapper: JointMapper | None = None
+        self.publisher = self.create_publisher(SensorSamples, "sensor_samples", pipeline_qos())
+        self.create_subscription(JointSamples, "joint_samples", self.on_samples, pipeline_qos())
+        self.description = RobotDescription(self, self.configure)
+
+    def configure(self, urdf: str) -> None:
+        """Load the model once the URDF is known (fails fast on a bad URDF or frame)."""
+        self.model = SensorKinematics(urdf, self.sensor_frame, self.gravity, self.locked)
+        self.mapper = JointMapper(self.model.joint_names)
+        self.get_logger().info(
+            f"sensor frame {self.sensor_frame!r}, {self.model.nv} joints"
+        )
+
+    def on_samples(self, msg: JointSamples) -> None:
+        if self.model is None or self.mapper is None or not msg.stamps:
+            return
+        try:
+            batch = joint_samples_from_msg(msg)
+            order = self.mapper.indices(msg.joint_names)
+            twist, proper = self.model.compute(
+                batch.position[:, order], batch.velocity[:, order], batch.acceleration[:, order]
+            )
+        except (InertialIdError, ValueError) as exc:
+            self.get_logger().warn(f"joint samples dropped: {exc}", throttle_duration_sec=2.0)
+            return
+        if msg.header.frame_id not in ("", self.sensor_frame):
+            self.get_logger().warn(
+                f"wrench frame {msg.header.frame_id!r} is not sensor_frame "
+                f"{self.sensor_frame!r}: the wrench must be expressed in the sensor frame",
+                throttle_duration_sec=10.0,
+            )
+        self.publisher.publish(sensor_samples_to_msg(
+            batch.times, twist, proper, np.asarray(batch.wrench), self.sensor_frame
+        ))
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the kinematics node."""
+    return run(Kinematics, args)
