@@ -1,51 +1,55 @@
 """Signal conditioning: Savitzky-Golay (local polynomial) smoothing and differentiation.
 
 A Savitzky-Golay filter fits a polynomial of order ``p`` by least squares to a window of
-samples and evaluates it (or its derivatives) at a point. Fitting on the real sample stamps
+samples and evaluates it, or its derivatives, at a point. Fitting on the real sample stamps
 instead of assuming a fixed period keeps it exact under timing jitter; with uniform stamps it
-is the classical filter. Evaluated at the window centre it has zero phase lag, so the output
-is delayed by half a window: a fixed lag, applied identically to every signal that must stay
-in phase.
+is the classical filter. Evaluated at the window centre it has zero phase, so its output is
+delayed by half a window: a fixed lag that is the same for every signal filtered alike.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from math import factorial
+
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from inertial_id.core.errors import SampleError
 
 
-def polynomial_fit(
-    times: ArrayLike, values: ArrayLike, centre: float, order: int
-) -> tuple[NDArray[np.float64], float]:
-    """Least-squares polynomial in ``s = (t - centre) / scale`` through (times, values).
+def local_polynomial(
+    times: NDArray[np.float64],
+    values: NDArray[np.float64],
+    at: NDArray[np.float64],
+    order: int,
+    derivatives: Sequence[int] = (0,),
+) -> list[NDArray[np.float64]]:
+    """Batched least-squares polynomial fits, evaluated with their time derivatives.
 
-    ``values`` is (W,) or (W, n) for n signals sharing the stamps. Returns the coefficients
-    ``c`` ((order+1,) or (order+1, n), lowest power first) and ``scale`` (s), so that
-    ``value(t) = sum_k c_k ((t - centre) / scale)^k``.
+    ``times`` (N, W) are the stamps of N windows of W samples, ``values`` (N, W, n) the
+    samples of n signals, ``at`` (N,) the evaluation times (s). Returns one (N, n) array per
+    requested derivative order (0: value, 1: d/dt, 2: d^2/dt^2), in SI units per second^k.
     """
-    t = np.asarray(times, dtype=float) - centre
-    if t.size <= order:
-        raise SampleError(f"{t.size} samples cannot fit a polynomial of order {order}")
-    scale = float(np.max(np.abs(t))) or 1.0
-    vander = np.vander(t / scale, order + 1, increasing=True)
-    coefficients, *_ = np.linalg.lstsq(vander, np.asarray(values, dtype=float), rcond=None)
-    return coefficients, scale
-
-
-def evaluate_polynomial(
-    coefficients: NDArray[np.float64], scale: float, offsets: ArrayLike, derivative: int = 0
-) -> NDArray[np.float64]:
-    """The ``derivative``-th time derivative of a :func:`polynomial_fit` at ``centre + offsets``.
-
-    Returns (len(offsets),) or (len(offsets), n).
-    """
-    order = coefficients.shape[0] - 1
-    s = np.atleast_1d(np.asarray(offsets, dtype=float)) / scale
-    result = np.zeros((s.size,) + coefficients.shape[1:])
-    for k in range(derivative, order + 1):
-        factor = np.prod(np.arange(k - derivative + 1, k + 1)) / scale**derivative
-        term = factor * s ** (k - derivative)
-        result += term.reshape((-1,) + (1,) * (coefficients.ndim - 1)) * coefficients[k]
-    return result
+    n_windows, width = times.shape
+    if width <= order:
+        raise SampleError(f"{width} samples cannot fit a polynomial of order {order}")
+    centre = times[:, width // 2]
+    offsets = times - centre[:, None]
+    scale = np.max(np.abs(offsets), axis=1)
+    scale[scale == 0.0] = 1.0
+    vander = np.ones((n_windows, width, order + 1))  # (N, W, p+1): s^0 .. s^p
+    vander[..., 1] = offsets / scale[:, None]
+    for k in range(2, order + 1):
+        vander[..., k] = vander[..., k - 1] * vander[..., 1]
+    vander_t = vander.transpose(0, 2, 1)
+    coefficients = np.linalg.solve(vander_t @ vander, vander_t @ values)  # (N, p+1, n)
+    s = (at - centre) / scale
+    results = []
+    for d in derivatives:
+        basis = np.zeros((n_windows, order + 1))
+        for k in range(d, order + 1):
+            basis[:, k] = factorial(k) / factorial(k - d) * s ** (k - d)
+        basis /= scale[:, None] ** d
+        results.append(np.einsum("nk,nkj->nj", basis, coefficients))
+    return results

@@ -2,9 +2,10 @@
 
 Each wrench sample (stamp ``t``) becomes one synchronised sample at ``t``: the joint positions,
 velocities and accelerations come from a polynomial fitted to the ``window`` joint samples
-centred on ``t``, and the wrench itself is smoothed by a polynomial of the same order over the
-same time span. Both fits are centred, so both signals are delayed by the same half window and
-stay in phase. Only header stamps are used, never arrival times.
+centred on ``t``, and the wrench is smoothed by a polynomial of the same order over the wrench
+samples spanning the same time, centred on ``t``. Both fits are centred on the same span, so
+both signals are delayed by the same half window and stay in phase. Only header stamps are
+used, never arrival times.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError, SampleError
-from inertial_id.core.signals import evaluate_polynomial, polynomial_fit
+from inertial_id.core.signals import local_polynomial
 
 
 @dataclass(frozen=True)
@@ -82,18 +83,10 @@ class FixedLagSynchronizer:
         """Forget all buffered samples."""
         self._joint_t: list[float] = []
         self._joint_q: list[NDArray[np.float64]] = []
-        self._joint_v: list[NDArray[np.float64] | None] = []
+        self._joint_v: list[NDArray[np.float64]] = []
         self._wrench_t: list[float] = []
         self._wrench_w: list[NDArray[np.float64]] = []
         self._next_wrench = 0
-
-    @property
-    def lag(self) -> float:
-        """Current output lag (s): the time span of half a joint window."""
-        if len(self._joint_t) < 2:
-            return 0.0
-        period = (self._joint_t[-1] - self._joint_t[0]) / (len(self._joint_t) - 1)
-        return period * (self.window // 2)
 
     def _accept_stamp(self, stamps: list[float], t: float, kind: str) -> bool:
         if not np.isfinite(t):
@@ -112,13 +105,15 @@ class FixedLagSynchronizer:
     ) -> bool:
         """Buffer one joint state (model order). Returns False when its stamp was dropped."""
         q = np.asarray(position, dtype=float)
-        v = None if velocity is None else np.asarray(velocity, dtype=float)
-        if q.shape != (self.n_joints,) or (v is not None and v.shape != q.shape):
-            raise SampleError(f"expected {self.n_joints} joint values, got {q.shape}")
-        if not np.all(np.isfinite(q)) or (v is not None and not np.all(np.isfinite(v))):
-            raise SampleError("joint state contains NaN or inf")
-        if self.use_measured_velocity and v is None:
-            raise SampleError("use_measured_velocity is set but the joint state has no velocity")
+        if q.shape != (self.n_joints,) or not np.all(np.isfinite(q)):
+            raise SampleError(f"expected {self.n_joints} finite joint positions, got {q}")
+        v = q
+        if self.use_measured_velocity:
+            if velocity is None:
+                raise SampleError("use_measured_velocity is set but the state has no velocity")
+            v = np.asarray(velocity, dtype=float)
+            if v.shape != q.shape or not np.all(np.isfinite(v)):
+                raise SampleError(f"expected {self.n_joints} finite joint velocities, got {v}")
         if not self._accept_stamp(self._joint_t, t, "joint_state"):
             return False
         self._joint_t.append(float(t))
@@ -130,7 +125,7 @@ class FixedLagSynchronizer:
         """Buffer one wrench ``[fx, fy, fz, tx, ty, tz]``. Returns False when dropped."""
         w = np.asarray(wrench, dtype=float)
         if w.shape != (6,) or not np.all(np.isfinite(w)):
-            raise SampleError("wrench must be 6 finite values")
+            raise SampleError(f"wrench must be 6 finite values, got {w}")
         if not self._accept_stamp(self._wrench_t, t, "wrench"):
             return False
         self._wrench_t.append(float(t))
@@ -140,6 +135,15 @@ class FixedLagSynchronizer:
             self._next_wrench += 1
         return True
 
+    def _wrench_half_window(self, joint_t: NDArray[np.float64],
+                            wrench_t: NDArray[np.float64]) -> int:
+        """Wrench samples per half window so both windows span the same time."""
+        joint_period = float(np.median(np.diff(joint_t)))
+        wrench_period = float(np.median(np.diff(wrench_t))) if wrench_t.size > 1 else 0.0
+        if wrench_period <= 0.0:
+            return self.order
+        return max(self.order, int(round(self.window // 2 * joint_period / wrench_period)))
+
     def pop_ready(self) -> SyncedSamples:
         """All samples whose filter windows are complete, oldest first."""
         half = self.window // 2
@@ -147,76 +151,66 @@ class FixedLagSynchronizer:
             return SyncedSamples.empty(self.n_joints)
         joint_t = np.asarray(self._joint_t)
         wrench_t = np.asarray(self._wrench_t)
-        pending = wrench_t[self._next_wrench :]
-        ks = np.searchsorted(joint_t, pending, side="right") - 1
-        groups: dict[int, list[int]] = {}
-        consumed = 0
-        for offset, k in enumerate(ks):
-            if k < half:  # before the joint data: can never be filtered
-                self.counters["wrench_without_joint_state"] += 1
-            elif k + half >= joint_t.size or wrench_t[-1] < joint_t[k + half]:
-                break  # wait for the future half of the window
-            elif joint_t[k + half] - joint_t[k - half] > self.max_span:
-                self.counters["joint_state_gap"] += 1
-            else:
-                groups.setdefault(int(k), []).append(self._next_wrench + offset)
-            consumed = offset + 1
-        self._next_wrench += consumed
-        batch = self._filter_groups(joint_t, wrench_t, groups, half)
-        self._prune(joint_t, half, ks[consumed] if consumed < ks.size else None)
+        hw = self._wrench_half_window(joint_t, wrench_t)
+        index = np.arange(self._next_wrench, wrench_t.size)
+        ks = np.searchsorted(joint_t, wrench_t[index], side="right") - 1
+        # Samples that can never be filtered: before the joint data or the wrench history.
+        hopeless = (ks < half) | (index < hw)
+        waiting = (ks + half >= joint_t.size) | (index + hw >= wrench_t.size)
+        waiting_at = np.flatnonzero(waiting & ~hopeless)
+        stop = int(waiting_at[0]) if waiting_at.size else index.size
+        index, ks, hopeless = index[:stop], ks[:stop], hopeless[:stop]
+        self.counters["wrench_without_history"] += int(hopeless.sum())
+        self._next_wrench += stop
+        ok = ~hopeless
+        index, ks = index[ok], ks[ok]
+        gap = joint_t[np.minimum(ks + half, joint_t.size - 1)] - joint_t[np.maximum(ks - half, 0)]
+        self.counters["joint_state_gap"] += int(np.count_nonzero(gap > self.max_span))
+        index, ks = index[gap <= self.max_span], ks[gap <= self.max_span]
+        batch = self._filter(joint_t, wrench_t, index, ks, half, hw)
+        self._prune(joint_t, half, hw)
         return batch
 
-    def _filter_groups(
+    def _filter(
         self,
         joint_t: NDArray[np.float64],
         wrench_t: NDArray[np.float64],
-        groups: dict[int, list[int]],
+        index: NDArray[np.intp],
+        ks: NDArray[np.intp],
         half: int,
+        hw: int,
     ) -> SyncedSamples:
-        if not groups:
+        if index.size == 0:
             return SyncedSamples.empty(self.n_joints)
-        times, pos, vel, acc, wrenches = [], [], [], [], []
-        for k, members in groups.items():
-            span = slice(k - half, k + half + 1)
-            centre = joint_t[k]
-            offsets = wrench_t[members] - centre
-            coeffs, scale = polynomial_fit(joint_t[span], np.stack(self._joint_q[span]),
-                                           centre, self.order)
-            pos.append(evaluate_polynomial(coeffs, scale, offsets))
-            if self.use_measured_velocity:
-                vcoeffs, vscale = polynomial_fit(
-                    joint_t[span], np.stack(self._joint_v[span]), centre, self.order
-                )
-                vel.append(evaluate_polynomial(vcoeffs, vscale, offsets))
-                acc.append(evaluate_polynomial(vcoeffs, vscale, offsets, derivative=1))
-            else:
-                vel.append(evaluate_polynomial(coeffs, scale, offsets, derivative=1))
-                acc.append(evaluate_polynomial(coeffs, scale, offsets, derivative=2))
-            lo, hi = np.searchsorted(wrench_t, [joint_t[k - half], joint_t[k + half]],
-                                     side="left")
-            hi = max(hi, members[-1] + 1)
-            if hi - lo > self.order:
-                wcoeffs, wscale = polynomial_fit(wrench_t[lo:hi], np.stack(self._wrench_w[lo:hi]),
-                                                 centre, self.order)
-                wrenches.append(evaluate_polynomial(wcoeffs, wscale, offsets))
-            else:
-                wrenches.append(np.stack([self._wrench_w[i] for i in members]))
-            times.append(wrench_t[members])
-        return SyncedSamples(
-            np.concatenate(times), np.concatenate(pos), np.concatenate(vel),
-            np.concatenate(acc), np.concatenate(wrenches),
+        at = wrench_t[index]
+        joint_windows = ks[:, None] + np.arange(-half, half + 1)
+        jt = joint_t[joint_windows]
+        q = np.asarray(self._joint_q)[joint_windows]
+        if self.use_measured_velocity:
+            (position,) = local_polynomial(jt, q, at, self.order)
+            v = np.asarray(self._joint_v)[joint_windows]
+            velocity, acceleration = local_polynomial(jt, v, at, self.order, (0, 1))
+        else:
+            position, velocity, acceleration = local_polynomial(jt, q, at, self.order, (0, 1, 2))
+        wrench_windows = index[:, None] + np.arange(-hw, hw + 1)
+        (wrench,) = local_polynomial(
+            wrench_t[wrench_windows], np.asarray(self._wrench_w)[wrench_windows], at, self.order
         )
+        return SyncedSamples(at, position, velocity, acceleration, wrench)
 
-    def _prune(self, joint_t: NDArray[np.float64], half: int, next_k: int | None) -> None:
+    def _prune(self, joint_t: NDArray[np.float64], half: int, hw: int) -> None:
         """Drop buffered samples that no future window can use."""
-        keep_from = max(0, (joint_t.size - 1 if next_k is None else int(next_k)) - half)
-        keep_from = min(keep_from, max(0, joint_t.size - self.window))
-        if keep_from > 0:
-            del self._joint_t[:keep_from], self._joint_q[:keep_from], self._joint_v[:keep_from]
-        if not self._joint_t:
-            return
-        first_needed = np.searchsorted(np.asarray(self._wrench_t), self._joint_t[0], side="left")
-        drop = int(min(first_needed, self._next_wrench))
-        if drop > 0:
-            del self._wrench_t[:drop], self._wrench_w[:drop]
-            self._next_wrench -= drop
+        if self._next_wrench < len(self._wrench_t):
+            next_k = int(np.searchsorted(joint_t, self._wrench_t[self._next_wrench],
+                                         side="right")) - 1
+        else:
+            next_k = joint_t.size - 1
+        keep_joints_from = min(max(0, next_k - half), max(0, joint_t.size - self.window))
+        if keep_joints_from > 0:
+            del self._joint_t[:keep_joints_from]
+            del self._joint_q[:keep_joints_from]
+            del self._joint_v[:keep_joints_from]
+        drop_wrenches = max(0, self._next_wrench - hw)
+        if drop_wrenches > 0:
+            del self._wrench_t[:drop_wrenches], self._wrench_w[:drop_wrenches]
+            self._next_wrench -= drop_wrenches

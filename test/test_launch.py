@@ -1,0 +1,132 @@
+"""Launch files and configs agree with what the package installs and what the nodes declare.
+
+``launch_ros`` is not installable here, so the XML is parsed: every node's executable must be
+one CMake installs, every parameter file must exist, and every parameter it sets (from a file
+or inline) must be one the node really declares (checked on live rclpy nodes).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import rclpy
+import yaml
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from inertial_id.core.simulation import bundled_urdf_path
+from inertial_id.nodes.gatherer import Gatherer
+from inertial_id.nodes.kinematics import Kinematics
+from inertial_id.nodes.simulator import Simulator
+from inertial_id.nodes.solver import Solver
+
+ROOT = Path(__file__).resolve().parents[1]
+NODE_CLASSES = {"gatherer": Gatherer, "kinematics": Kinematics, "solver": Solver,
+                "simulator": Simulator}
+# Where CMake installs what the launch files find in share/inertial_id.
+SHARE = {"launch": ROOT / "launch", "config": ROOT / "config",
+         "resources": ROOT / "inertial_id" / "resources"}
+LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.xml"))
+
+
+def installed_executables() -> set[str]:
+    match = re.search(r"set\(INERTIAL_ID_NODES ([^)]*)\)", (ROOT / "CMakeLists.txt").read_text())
+    assert match, "CMakeLists.txt must list the node executables in INERTIAL_ID_NODES"
+    return set(match.group(1).split())
+
+
+def resolve(text: str, args: dict[str, str]) -> str:
+    """Substitute $(var ...) and $(find-pkg-share inertial_id) as ros2 launch would."""
+    text = re.sub(r"\$\(var (\w+)\)", lambda m: args[m.group(1)], text)
+    match = re.fullmatch(r"\$\(find-pkg-share inertial_id\)/(\w+)/(.*)", text)
+    if match:
+        return str(SHARE[match.group(1)] / match.group(2))
+    assert "$(" not in text, f"unresolved substitution in {text}"
+    return text
+
+
+def launch_nodes(path: Path, given: dict[str, str] | None = None) -> list[tuple[str, str, dict]]:
+    """(executable, node name, parameters) of every node, includes followed."""
+    root = ET.parse(path).getroot()
+    assert root.tag == "launch"
+    args = {a.get("name"): a.get("default", "") for a in root.iter("arg")}
+    args.update(given or {})
+    nodes = []
+    for element in root:
+        if element.tag == "include":
+            sub_args = {a.get("name"): resolve(a.get("value"), args) for a in element.iter("arg")}
+            nodes += launch_nodes(Path(resolve(element.get("file"), args)), sub_args)
+        elif element.tag == "node":
+            assert element.get("pkg") == "inertial_id"
+            params: dict[str, object] = {}
+            for param in element.iter("param"):
+                if param.get("from"):
+                    file = Path(resolve(param.get("from"), args))
+                    assert file.is_file(), f"{path.name}: missing parameter file {file}"
+                    section = yaml.safe_load(file.read_text()).get(element.get("name"), {})
+                    params.update(section.get("ros__parameters", {}))
+                else:
+                    params[param.get("name")] = resolve(param.get("value"), args)
+            nodes.append((element.get("exec"), element.get("name"), params))
+    return nodes
+
+
+@pytest.fixture(scope="module")
+def declared() -> dict[str, set[str]]:
+    """Parameter names each node class really declares."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        names = {}
+        for name, cls in NODE_CLASSES.items():
+            node: Node = cls(context=context, parameter_overrides=[
+                Parameter("urdf_path", value=bundled_urdf_path())])
+            names[name] = set(node._parameters)  # noqa: SLF001 - what the node declared
+            node.destroy_node()
+        return names
+    finally:
+        rclpy.shutdown(context=context)
+
+
+def test_there_are_the_two_launch_files() -> None:
+    assert {p.name for p in LAUNCH_FILES} == {"inertial_id.launch.xml", "demo.launch.xml"}
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
+def test_launch_nodes_are_installed_and_parameters_declared(
+    path: Path, declared: dict[str, set[str]]
+) -> None:
+    nodes = launch_nodes(path)
+    assert nodes
+    for executable, name, params in nodes:
+        assert executable in installed_executables(), f"{executable} is not installed"
+        unknown = set(params) - declared[executable]
+        assert not unknown, f"{path.name}: {name} does not declare {sorted(unknown)}"
+        urdf = params.get("urdf_path")
+        if urdf:
+            assert Path(str(urdf)).is_file(), f"{path.name}: URDF {urdf} does not exist"
+
+
+def test_demo_launch_runs_all_four_nodes() -> None:
+    executables = [e for e, _, _ in launch_nodes(ROOT / "launch" / "demo.launch.xml")]
+    assert sorted(executables) == sorted(NODE_CLASSES)
+
+
+def test_every_config_section_is_a_node_with_declared_parameters(
+    declared: dict[str, set[str]]
+) -> None:
+    for file in sorted((ROOT / "config").glob("*.yaml")):
+        for node, section in yaml.safe_load(file.read_text()).items():
+            assert node in declared, f"{file.name}: unknown node {node}"
+            unknown = set(section["ros__parameters"]) - declared[node]
+            assert not unknown, f"{file.name}: {node} does not declare {sorted(unknown)}"
+
+
+def test_setup_and_cmake_install_the_same_nodes() -> None:
+    setup = (ROOT / "setup.py").read_text()
+    for name in installed_executables():
+        assert f'"{name}"' in setup
+        assert (ROOT / "inertial_id" / "nodes" / f"{name}.py").is_file()
