@@ -99,8 +99,9 @@ def predicted_wrench(
     pi: ArrayLike,
     twist: ArrayLike,
     proper_acceleration: ArrayLike,
-    offset: ArrayLike = np.zeros(6),
+    offset: ArrayLike | None = None,
     sign: float = PAYLOAD_ON_SENSOR,
 ) -> NDArray[np.float64]:
     """The wrench the sensor should read, ``s Y(v, a_g) pi + offset`` (shape of the inputs)."""
-    return sign * regressor(twist, proper_acceleration) @ np.asarray(pi, dtype=float) + offset
+    wrench = sign * regressor(twist, proper_acceleration) @ np.asarray(pi, dtype=float)
+    return wrench if offset is None else wrench + np.asarray(offset, dtype=float)

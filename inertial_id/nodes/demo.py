@@ -117,8 +117,8 @@ def _summary(monitor: Monitor, print_line: Callable[[str], None]) -> int:
     e, t = monitor.latest, monitor.truth
     print_line("")
     print_line(f"payload mass  {e.mass:.4f} kg (true {t.mass:.4f}, error {errors.mass_pct:.2f} %)")
-    print_line(f"CoM           [{e.com.x:.4f}, {e.com.y:.4f}, {e.com.z:.4f}] m "
-               f"(true [{t.com.x:.4f}, {t.com.y:.4f}, {t.com.z:.4f}], error {errors.com_mm:.2f} mm)")
+    print_line(f"CoM           [{e.com.x:.4f}, {e.com.y:.4f}, {e.com.z:.4f}] m (true "
+               f"[{t.com.x:.4f}, {t.com.y:.4f}, {t.com.z:.4f}], error {errors.com_mm:.2f} mm)")
     print_line(f"inertia (CoM) error {errors.inertia_pct:.1f} %")
     print_line("F/T bias      [" + ", ".join(f"{v:.3f}" for v in e.wrench_offset)
                + "] (true [" + ", ".join(f"{v:.3f}" for v in t.wrench_offset) + "])")

@@ -18,7 +18,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.parameters import BodyParameters
+from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
 from inertial_id.core.regressor import wrench_sign
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
@@ -33,7 +33,6 @@ from inertial_id.core.simulation import (
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import check, declare, latched_qos, run, sensor_qos, to_stamp
 from inertial_id.nodes.conversions import array_to_wrench, body_to_msg
-from inertial_id.core.parameters import vector_from_symmetric
 
 _DOUBLES = ParameterType.PARAMETER_DOUBLE_ARRAY
 

@@ -1,0 +1,21 @@
+"""Shared pytest configuration and fixtures."""
+
+import os
+
+import pytest
+
+# ROS 2 traffic of the tests stays on this host and in a DDS domain of its own, so parallel runs
+# on one machine do not see each other. `make test` sets both variables; these defaults cover a
+# bare `python -m pytest`. Set at import time, before any test calls rclpy.init(), which reads
+# them from the environment.
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
+
+
+@pytest.fixture(scope="session")
+def ros_env() -> dict[str, str]:
+    """Environment for ROS subprocesses: same discovery range and domain as this process."""
+    env = dict(os.environ)
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"]
+    return env
