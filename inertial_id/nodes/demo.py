@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.task import Future
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -97,13 +98,17 @@ def run_demo(options: DemoOptions, print_line: Callable[[str], None] = print) ->
         executor = SingleThreadedExecutor()
         for node in [*nodes, monitor]:
             executor.add_node(node)
+        done = Future()
         start = time.monotonic()
-        next_print = start + options.print_period
-        while (now := time.monotonic()) - start < options.duration:
-            executor.spin_once(timeout_sec=0.05)
-            if now >= next_print:
-                monitor.report(now - start)
-                next_print += options.print_period
+
+        def tick() -> None:
+            elapsed = time.monotonic() - start
+            monitor.report(elapsed)
+            if elapsed >= options.duration:
+                done.set_result(True)
+
+        monitor.create_timer(options.print_period, tick)
+        executor.spin_until_future_complete(done, timeout_sec=options.duration + 30.0)
         return _summary(monitor, print_line)
     finally:
         rclpy.shutdown()
