@@ -18,7 +18,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import SolverError
-from inertial_id.core.parameters import BodyParameters, min_pseudo_inertia_eigenvalue
+from inertial_id.core.parameters import (
+    BodyParameters,
+    min_pseudo_inertia_eigenvalue,
+    pseudo_inertia,
+)
+from inertial_id.core.shape import Ellipsoid
 from inertial_id.core.statistics import SufficientStatistics
 
 N_PI = 10
@@ -129,13 +134,55 @@ def pseudo_inertia_expression(pi: cp.Expression) -> cp.Expression:
     ])
 
 
+REGULARIZATIONS = ("euclidean", "entropic")
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """Optional constraints of :class:`ConsistentEstimator` besides ``J(pi) >= epsilon I``.
+
+    ``bounding_ellipsoid``: the body lies inside it, ``tr(J(pi) Q) >= 0`` (Wensing et al.
+    2017, Thm 4). ``com_ellipsoid``: the CoM lies inside it (Schur-complement LMI).
+    ``com_box``: ``(lower, upper)`` corners of a box containing the CoM (m, sensor frame).
+    """
+
+    bounding_ellipsoid: Ellipsoid | None = None
+    com_ellipsoid: Ellipsoid | None = None
+    com_box: tuple[ArrayLike, ArrayLike] | None = None
+
+
+def _constraint_list(pi: cp.Expression, epsilon: float, extra: Constraints) -> list:
+    jmat = pseudo_inertia_expression(pi)
+    constraints = [jmat - epsilon * np.eye(4) >> 0]
+    if extra.bounding_ellipsoid is not None:
+        constraints.append(cp.trace(jmat @ extra.bounding_ellipsoid.q_matrix()) >= 0)
+    if extra.com_ellipsoid is not None:
+        m, h = pi[0], pi[1:4]
+        e = extra.com_ellipsoid
+        d = cp.reshape(h - m * e.centre, (3, 1), order="F")
+        constraints.append(cp.bmat([[cp.reshape(m, (1, 1), order="F"), d.T],
+                                    [d, m * e.shape]]) >> 0)
+    if extra.com_box is not None:
+        lower, upper = (np.asarray(v, dtype=float) for v in extra.com_box)
+        constraints += [pi[1:4] >= pi[0] * lower, pi[1:4] <= pi[0] * upper]
+    return constraints
+
+
 class ConsistentEstimator:
     """LMI-constrained least squares (Wensing et al. 2017): ``J(pi) >= epsilon I``.
 
-    The cvxpy problem is built once with parameters (DPP) and re-solved with new statistics,
-    so a solve never recompiles. ``prior`` (our ``pi`` order) and ``prior_weight`` (relative
-    to the mean diagonal of the information matrix) pull unexcited directions toward a known
-    value; the default is a negligible pull toward zero.
+    Solves ``min ||A x - b||^2_W + prior term`` subject to the LMI and the optional
+    :class:`Constraints`. The prior term pulls ``pi`` toward ``prior`` (e.g. CAD or a shape
+    prior from :mod:`inertial_id.core.shape`):
+
+    - ``euclidean``: ``w s ||pi - prior||^2`` with ``s`` the mean diagonal of ``A^T W A``, so
+      ``prior_weight`` is relative to the data;
+    - ``entropic``: ``w (-log det J(pi) + tr(J(prior)^-1 J(pi)))``, the log-det (Bregman)
+      divergence of Lee, Wensing and Park, up to a constant; ``prior_weight`` is absolute
+      (in units of the weighted squared residual) and the prior must be consistent.
+
+    The cvxpy problem is built once with parameters (DPP); :meth:`set_prior` and new
+    statistics only change parameter values, so a re-solve never recompiles.
     """
 
     method = "lmi_sdp"
@@ -145,37 +192,60 @@ class ConsistentEstimator:
         epsilon: float = 1e-8,
         prior: ArrayLike | None = None,
         prior_weight: float = 1e-9,
+        regularization: str = "euclidean",
+        constraints: Constraints | None = None,
         solver: str = "CLARABEL",
     ) -> None:
+        if regularization not in REGULARIZATIONS:
+            raise SolverError(f"unknown regularization {regularization!r}: {REGULARIZATIONS}")
         self.epsilon = epsilon
-        self.prior_weight = prior_weight
+        self.regularization = regularization
         self.solver = solver
         self._x = cp.Variable(N_UNKNOWNS)
         self._r = cp.Parameter((N_UNKNOWNS, N_UNKNOWNS))
         self._z = cp.Parameter(N_UNKNOWNS)
-        self.prior = np.zeros(N_PI) if prior is None else np.asarray(prior, dtype=float)
-        # sqrt(w) and sqrt(w) * prior as separate parameters keep the problem DPP.
-        self._prior_root = cp.Parameter(nonneg=True, value=0.0)
-        self._prior_target = cp.Parameter(N_PI, value=np.zeros(N_PI))
         pi = self._x[:N_PI]
-        objective = cp.sum_squares(self._r @ self._x - self._z) + cp.sum_squares(
-            self._prior_root * pi - self._prior_target
+        data_term = cp.sum_squares(self._r @ self._x - self._z)
+        if regularization == "euclidean":
+            # sqrt(w s) and sqrt(w s) * prior as separate parameters keep the problem DPP.
+            self._prior_root = cp.Parameter(nonneg=True, value=0.0)
+            self._prior_target = cp.Parameter(N_PI, value=np.zeros(N_PI))
+            prior_term = cp.sum_squares(self._prior_root * pi - self._prior_target)
+        else:
+            self._weight = cp.Parameter(nonneg=True, value=0.0)
+            self._weighted_inverse = cp.Parameter((4, 4), symmetric=True, value=np.zeros((4, 4)))
+            jmat = pseudo_inertia_expression(pi)
+            prior_term = (cp.trace(self._weighted_inverse @ jmat)
+                          - self._weight * cp.log_det(jmat))
+        self._problem = cp.Problem(
+            cp.Minimize(data_term + prior_term),
+            _constraint_list(pi, epsilon, constraints or Constraints()),
         )
-        jmat = pseudo_inertia_expression(pi)
-        constraints = [jmat - epsilon * np.eye(4) >> 0]
-        self._problem = cp.Problem(cp.Minimize(objective), constraints)
+        self.set_prior(np.zeros(N_PI) if prior is None else prior, prior_weight)
+
+    def set_prior(self, prior: ArrayLike, weight: float) -> None:
+        """Change the prior ``pi`` and its weight (no recompilation)."""
+        self.prior = np.asarray(prior, dtype=float).copy()
+        self.prior_weight = float(weight)
+        if self.regularization == "entropic" and weight > 0:
+            j_prior = pseudo_inertia(self.prior)
+            if np.linalg.eigvalsh(j_prior)[0] <= 0:
+                raise SolverError("the entropic prior must be physically consistent")
+            self._weight.value = self.prior_weight
+            self._weighted_inverse.value = self.prior_weight * np.linalg.inv(j_prior)
+
+    def _update_parameters(self, stats: SufficientStatistics) -> None:
+        self._r.value, self._z.value = _square_root(stats)
+        if self.regularization == "euclidean":
+            root = float(np.sqrt(self.prior_weight * np.mean(np.diag(stats.information))))
+            self._prior_root.value = root
+            self._prior_target.value = root * self.prior
 
     def solve(self, stats: SufficientStatistics) -> Estimate:
         """The consistent estimate; raises :class:`SolverError` when none is found."""
         if stats.rows < N_UNKNOWNS:
             raise SolverError(f"{stats.rows:.0f} equations cannot determine {N_UNKNOWNS} unknowns")
-        r, z = _square_root(stats)
-        scale = float(np.mean(np.diag(stats.information)))
-        self._r.value = r
-        self._z.value = z
-        root = float(np.sqrt(self.prior_weight * scale))
-        self._prior_root.value = root
-        self._prior_target.value = root * self.prior
+        self._update_parameters(stats)
         try:
             self._problem.solve(solver=self.solver)
         except cp.error.SolverError as exc:

@@ -190,3 +190,41 @@ class BodyParameters:
         import pinocchio as pin
 
         return pin.Inertia.FromDynamicParameters(to_pinocchio_order(self.pi))
+
+
+def density_weighted_covariance(pi: ArrayLike) -> NDArray[np.float64]:
+    """``Sigma = int rho x x^T dV = 0.5 tr(I) 1 - I`` about the frame origin (kg m^2)."""
+    return pseudo_inertia(pi)[:3, :3]
+
+
+def principal_moments(pi: ArrayLike) -> NDArray[np.float64]:
+    """Eigenvalues (ascending) of the inertia about the CoM; NaN when ``m <= 0``."""
+    body = BodyParameters.from_pi(pi)
+    if body.mass <= 0.0:
+        return np.full(3, np.nan)
+    return np.linalg.eigvalsh(body.inertia_com)
+
+
+def is_semi_consistent(pi: ArrayLike) -> bool:
+    """The classical condition: ``m > 0`` and inertia about the CoM positive definite."""
+    moments = principal_moments(pi)
+    return bool(np.all(np.isfinite(moments)) and moments[0] > 0.0)
+
+
+def satisfies_triangle_inequalities(pi: ArrayLike, tolerance: float = 0.0) -> bool:
+    """Principal moments obey ``J_i + J_j >= J_k`` (needed for a real density)."""
+    j = principal_moments(pi)
+    return bool(np.all(np.isfinite(j)) and j[0] + j[1] >= j[2] - tolerance)
+
+
+def project_to_consistent(pi: ArrayLike, epsilon: float = 0.0) -> NDArray[np.float64]:
+    """The nearest ``pi`` with ``J(pi) >= epsilon I``, nearest in the Frobenius norm of ``J``.
+
+    The projection onto the cone is exact: the eigenvalues of ``J`` below ``epsilon`` are
+    raised to it. A consistent ``pi`` (with margin ``epsilon``) is returned unchanged.
+    """
+    values, vectors = np.linalg.eigh(pseudo_inertia(pi))
+    if values[0] >= epsilon:
+        return np.asarray(pi, dtype=float).copy()
+    clipped = (vectors * np.maximum(values, epsilon)) @ vectors.T
+    return pi_from_pseudo_inertia(clipped)

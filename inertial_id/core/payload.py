@@ -8,7 +8,7 @@ exponential forgetting), and solves with the configured estimator.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -17,11 +17,12 @@ from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.estimators import (
     N_UNKNOWNS,
     ConsistentEstimator,
+    Constraints,
     Estimate,
     least_squares,
 )
 from inertial_id.core.regressor import measurement_matrix, wrench_sign
-from inertial_id.core.statistics import SufficientStatistics
+from inertial_id.core.statistics import SlidingWindow, SufficientStatistics
 
 METHODS = ("lmi_sdp", "least_squares")
 
@@ -32,16 +33,25 @@ class PayloadConfig:
 
     ``wrench_sign``: ``payload_on_sensor`` (what F/T sensors report) or ``sensor_on_payload``.
     ``force_noise_std`` (N) and ``torque_noise_std`` (N m) weight the force and torque rows by
-    their inverse variances. ``forgetting_factor`` in (0, 1] scales old data per sample
-    (1 keeps everything). ``method``: ``lmi_sdp`` (consistent) or ``least_squares``.
+    their inverse variances. Recursive mode: ``forgetting_factor`` in (0, 1] scales old data
+    per sample (1 keeps everything). Windowed mode (``window_samples > 0``): only the last
+    ``window_samples`` samples count, kept as blocks of ``block_samples``. ``method``:
+    ``lmi_sdp`` (consistent) or ``least_squares``. ``prior``, ``prior_weight``,
+    ``regularization`` and ``constraints`` go to :class:`ConsistentEstimator`.
     """
 
     wrench_sign: str = "payload_on_sensor"
     force_noise_std: float = 0.1
     torque_noise_std: float = 0.005
     forgetting_factor: float = 1.0
+    window_samples: int = 0
+    block_samples: int = 500
     method: str = "lmi_sdp"
     epsilon: float = 1e-8
+    prior: tuple[float, ...] | None = None
+    prior_weight: float = 1e-9
+    regularization: str = "euclidean"
+    constraints: Constraints = field(default_factory=Constraints)
 
     def __post_init__(self) -> None:
         wrench_sign(self.wrench_sign)
@@ -51,6 +61,10 @@ class PayloadConfig:
             raise InertialIdError("noise standard deviations must be positive")
         if not 0.0 < self.forgetting_factor <= 1.0:
             raise InertialIdError("forgetting_factor must be in (0, 1]")
+        if self.window_samples < 0 or self.block_samples < 1:
+            raise InertialIdError("window_samples must be >= 0 and block_samples >= 1")
+        if self.prior is not None and len(self.prior) != 10:
+            raise InertialIdError(f"prior needs the 10 entries of pi, got {len(self.prior)}")
 
 
 class PayloadIdentifier:
@@ -59,16 +73,28 @@ class PayloadIdentifier:
     def __init__(self, config: PayloadConfig | None = None) -> None:
         self.config = config or PayloadConfig()
         self.sign = wrench_sign(self.config.wrench_sign)
-        self.statistics = SufficientStatistics(N_UNKNOWNS)
-        axis_weights = np.repeat(
+        self._axis_weights = np.repeat(
             [self.config.force_noise_std**-2, self.config.torque_noise_std**-2], 3
         )
-        self._axis_weights = axis_weights
-        self._sdp = ConsistentEstimator(epsilon=self.config.epsilon)
+        c = self.config
+        self._sdp = ConsistentEstimator(
+            epsilon=c.epsilon, prior=c.prior, prior_weight=c.prior_weight,
+            regularization=c.regularization, constraints=c.constraints,
+        )
+        self.reset()
 
     def reset(self) -> None:
         """Forget all data."""
-        self.statistics = SufficientStatistics(N_UNKNOWNS)
+        self._all = SufficientStatistics(N_UNKNOWNS)
+        self._window = None
+        if self.config.window_samples > 0:
+            blocks = max(1, self.config.window_samples // self.config.block_samples)
+            self._window = SlidingWindow(N_UNKNOWNS, self.config.block_samples, blocks)
+
+    @property
+    def statistics(self) -> SufficientStatistics:
+        """Statistics of the data that count now (all, forgotten, or the window)."""
+        return self._all if self._window is None else self._window.statistics
 
     def add(self, twist: ArrayLike, proper_acceleration: ArrayLike, wrench: ArrayLike) -> None:
         """Accumulate N samples: (N, 6) twists, proper accelerations and measured wrenches."""
@@ -79,9 +105,10 @@ class PayloadIdentifier:
         if n == 0:
             return
         a = measurement_matrix(twist, proper_acceleration, self.sign)
-        if self.config.forgetting_factor < 1.0:
-            self.statistics.scale(self.config.forgetting_factor**n)
-        self.statistics.add(a, wrench.reshape(-1), np.tile(self._axis_weights, n), n)
+        target = self._all if self._window is None else self._window
+        if self._window is None and self.config.forgetting_factor < 1.0:
+            self._all.scale(self.config.forgetting_factor**n)
+        target.add(a, wrench.reshape(-1), np.tile(self._axis_weights, n), n)
 
     def estimate(self) -> Estimate:
         """Solve with the configured method (raises ``SolverError`` when it cannot)."""

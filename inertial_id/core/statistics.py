@@ -9,6 +9,7 @@ is a scaling.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,3 +82,39 @@ class SufficientStatistics:
         x = np.asarray(x, dtype=float)
         value = x @ self.information @ x - 2.0 * x @ self.moment + self.energy
         return max(float(value), 0.0)
+
+
+class SlidingWindow:
+    """Statistics of the most recent samples, kept as a sliding window of blocks.
+
+    Samples accumulate in a current block of ``block_samples``; full blocks enter a queue of
+    at most ``max_blocks`` and the oldest leaves it. :attr:`statistics` covers the queued
+    blocks plus the current one: a fixed horizon of ``block_samples * max_blocks`` samples
+    (plus at most one block), whatever the rate, without keeping raw samples.
+    """
+
+    def __init__(self, n_unknowns: int, block_samples: int, max_blocks: int) -> None:
+        if block_samples < 1 or max_blocks < 1:
+            raise SampleError("block_samples and max_blocks must be positive")
+        self.n_unknowns = n_unknowns
+        self.block_samples = block_samples
+        self.max_blocks = max_blocks
+        self._blocks: deque[SufficientStatistics] = deque()
+        self._current = SufficientStatistics(n_unknowns)
+
+    def add(self, a: ArrayLike, b: ArrayLike, weights: ArrayLike, samples: int) -> None:
+        """Same as :meth:`SufficientStatistics.add`; rolls the window when a block fills."""
+        self._current.add(a, b, weights, samples)
+        if self._current.samples >= self.block_samples:
+            self._blocks.append(self._current)
+            self._current = SufficientStatistics(self.n_unknowns)
+            if len(self._blocks) > self.max_blocks:
+                self._blocks.popleft()
+
+    @property
+    def statistics(self) -> SufficientStatistics:
+        """The window's statistics (a new object: the sum of its blocks)."""
+        total = self._current.copy()
+        for block in self._blocks:
+            total.merge(block)
+        return total

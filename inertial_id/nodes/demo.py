@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.task import Future
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.task import Future
 
 from inertial_id.core.metrics import ParameterErrors, parameter_errors
 from inertial_id.core.simulation import bundled_urdf_path
