@@ -40,7 +40,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache, partial
 from pathlib import Path
 from typing import TextIO
@@ -67,8 +67,17 @@ from _workshop_data import (  # noqa: E402
 )
 
 from inertial_id.core.errors import InertialIdError  # noqa: E402
+from inertial_id.core.estimators import ConsistentEstimator, Constraints  # noqa: E402
 from inertial_id.core.payload import PayloadConfig, PayloadIdentifier  # noqa: E402
 from inertial_id.core.regressor import regressor  # noqa: E402
+from inertial_id.core.shape import Ellipsoid, uniform_density_prior  # noqa: E402
+from inertial_id.core.signals import savitzky_golay  # noqa: E402
+
+SMOOTHING_WINDOW = 21
+"""Savitzky-Golay window (samples at 100 Hz) for the smoothed methods."""
+SMOOTHING_ORDER = 3
+SHAPE_PRIOR_WEIGHT = 10.0
+"""Weight of the entropic shape prior, in units of the weighted squared residual."""
 
 __all__ = [
     "METHODS",
@@ -141,9 +150,64 @@ def payload_identifier_pi(tool: ToolData, level: NoiseLevel, method: str) -> NDA
     return np.array(identifier.estimate().pi, dtype=float)
 
 
+def smoothed(tool: ToolData, window: int = SMOOTHING_WINDOW) -> ToolData:
+    """The tool with its noisy signals (accelerations, wrench) Savitzky-Golay smoothed.
+
+    The same centred (zero-phase) filter on every noisy signal, as the gatherer node does
+    online; velocities and poses are noise-free in this protocol and are left alone.
+    """
+    def smooth(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return savitzky_golay(tool.time, x, window, SMOOTHING_ORDER)
+
+    return replace(tool, acceleration=smooth(tool.acceleration),
+                   angular_acceleration=smooth(tool.angular_acceleration),
+                   wrench=smooth(tool.wrench))
+
+
+def shape_prior_pi(tool: ToolData, level: NoiseLevel, smooth: bool,
+                   weight: float = SHAPE_PRIOR_WEIGHT) -> NDArray[np.float64]:
+    """LMI with the point cloud: bounding-ellipsoid constraint and an entropic prior.
+
+    The prior is a uniform density over the point cloud (per-point volumes) with the mass of
+    a first LMI estimate from the same data (not the true mass); the minimum-volume ellipsoid
+    around the cloud bounds the body (Wensing et al. 2017, Thm 4).
+    """
+    data = smoothed(tool) if smooth else tool
+    identifier = _payload_identifier("lmi_sdp", *level.weight_stds)
+    identifier.reset()
+    identifier.add(*data.sensor_samples)
+    first = identifier.estimate()
+    points, volumes = load_point_cloud_sensor(tool)
+    estimator = _shape_estimator(tool)
+    estimator.set_prior(uniform_density_prior(points, first.body.mass, volumes), weight)
+    return np.array(estimator.solve(identifier.statistics).pi, dtype=float)
+
+
+_SHAPE_ESTIMATORS: dict[str, ConsistentEstimator] = {}
+
+
+def _shape_estimator(tool: ToolData) -> ConsistentEstimator:
+    """One entropic-prior estimator per tool (its ellipsoid), compiled once and reused."""
+    if tool.name not in _SHAPE_ESTIMATORS:
+        points, _ = load_point_cloud_sensor(tool)
+        _SHAPE_ESTIMATORS[tool.name] = ConsistentEstimator(
+            regularization="entropic",
+            constraints=Constraints(bounding_ellipsoid=Ellipsoid.enclosing(points)),
+        )
+    return _SHAPE_ESTIMATORS[tool.name]
+
+
+def smoothed_identifier_pi(tool: ToolData, level: NoiseLevel, method: str) -> NDArray[np.float64]:
+    """:func:`payload_identifier_pi` on the Savitzky-Golay smoothed signals."""
+    return payload_identifier_pi(smoothed(tool), level, method)
+
+
 METHODS: dict[str, Method] = {
     "ols": partial(payload_identifier_pi, method="least_squares"),
     "lmi": partial(payload_identifier_pi, method="lmi_sdp"),
+    "lmi_sg": partial(smoothed_identifier_pi, method="lmi_sdp"),
+    "lmi_shape": partial(shape_prior_pi, smooth=False),
+    "lmi_sg_shape": partial(shape_prior_pi, smooth=True),
 }
 """Registered methods by name (``--methods``); add one per line."""
 

@@ -104,8 +104,14 @@ def _make_estimate(stats: SufficientStatistics, x: NDArray[np.float64], method: 
     )
 
 
+def _require_rows(stats: SufficientStatistics) -> None:
+    if stats.rows < N_UNKNOWNS:
+        raise SolverError(f"{stats.rows:.0f} equations cannot determine {N_UNKNOWNS} unknowns")
+
+
 def least_squares(stats: SufficientStatistics) -> Estimate:
     """Unconstrained weighted least squares (the baseline; may be physically inconsistent)."""
+    _require_rows(stats)
     x = np.linalg.lstsq(stats.information, stats.moment, rcond=1e-12)[0]
     return _make_estimate(stats, x, "least_squares")
 
@@ -175,8 +181,9 @@ class ConsistentEstimator:
     :class:`Constraints`. The prior term pulls ``pi`` toward ``prior`` (e.g. CAD or a shape
     prior from :mod:`inertial_id.core.shape`):
 
-    - ``euclidean``: ``w s ||pi - prior||^2`` with ``s`` the mean diagonal of ``A^T W A``, so
-      ``prior_weight`` is relative to the data;
+    - ``euclidean``: ``w sum_i s_i (pi_i - prior_i)^2`` with ``s_i`` the diagonal of
+      ``A^T W A`` (plus a floor of 1e-3 of its mean), so ``prior_weight`` is relative to how
+      much the data say of each entry;
     - ``entropic``: ``w (-log det J(pi) + tr(J(prior)^-1 J(pi)))``, the log-det (Bregman)
       divergence of Lee, Wensing and Park, up to a constant; ``prior_weight`` is absolute
       (in units of the weighted squared residual) and the prior must be consistent.
@@ -207,10 +214,10 @@ class ConsistentEstimator:
         pi = self._x[:N_PI]
         data_term = cp.sum_squares(self._r @ self._x - self._z)
         if regularization == "euclidean":
-            # sqrt(w s) and sqrt(w s) * prior as separate parameters keep the problem DPP.
-            self._prior_root = cp.Parameter(nonneg=True, value=0.0)
+            # sqrt(w s_i) and sqrt(w s_i) * prior_i as separate parameters keep it DPP.
+            self._prior_root = cp.Parameter(N_PI, nonneg=True, value=np.zeros(N_PI))
             self._prior_target = cp.Parameter(N_PI, value=np.zeros(N_PI))
-            prior_term = cp.sum_squares(self._prior_root * pi - self._prior_target)
+            prior_term = cp.sum_squares(cp.multiply(self._prior_root, pi) - self._prior_target)
         else:
             self._weight = cp.Parameter(nonneg=True, value=0.0)
             self._weighted_inverse = cp.Parameter((4, 4), symmetric=True, value=np.zeros((4, 4)))
@@ -221,30 +228,35 @@ class ConsistentEstimator:
             cp.Minimize(data_term + prior_term),
             _constraint_list(pi, epsilon, constraints or Constraints()),
         )
+        if prior is None and regularization == "entropic":
+            prior_weight = 0.0  # no prior: the log-det term would need a consistent one
         self.set_prior(np.zeros(N_PI) if prior is None else prior, prior_weight)
 
     def set_prior(self, prior: ArrayLike, weight: float) -> None:
         """Change the prior ``pi`` and its weight (no recompilation)."""
         self.prior = np.asarray(prior, dtype=float).copy()
         self.prior_weight = float(weight)
-        if self.regularization == "entropic" and weight > 0:
+        if self.regularization == "entropic":
             j_prior = pseudo_inertia(self.prior)
-            if np.linalg.eigvalsh(j_prior)[0] <= 0:
+            if weight > 0 and np.linalg.eigvalsh(j_prior)[0] <= 0:
                 raise SolverError("the entropic prior must be physically consistent")
             self._weight.value = self.prior_weight
-            self._weighted_inverse.value = self.prior_weight * np.linalg.inv(j_prior)
+            inverse = np.linalg.inv(j_prior) if weight > 0 else np.zeros((4, 4))
+            self._weighted_inverse.value = self.prior_weight * 0.5 * (inverse + inverse.T)
 
     def _update_parameters(self, stats: SufficientStatistics) -> None:
         self._r.value, self._z.value = _square_root(stats)
         if self.regularization == "euclidean":
-            root = float(np.sqrt(self.prior_weight * np.mean(np.diag(stats.information))))
+            diagonal = np.clip(np.diag(stats.information), 0.0, None)
+            # A floor keeps the prior in charge of directions the data do not excite.
+            scale = diagonal[:N_PI] + 1e-3 * diagonal.mean()
+            root = np.sqrt(self.prior_weight * scale)
             self._prior_root.value = root
             self._prior_target.value = root * self.prior
 
     def solve(self, stats: SufficientStatistics) -> Estimate:
         """The consistent estimate; raises :class:`SolverError` when none is found."""
-        if stats.rows < N_UNKNOWNS:
-            raise SolverError(f"{stats.rows:.0f} equations cannot determine {N_UNKNOWNS} unknowns")
+        _require_rows(stats)
         self._update_parameters(stats)
         try:
             self._problem.solve(solver=self.solver)

@@ -53,3 +53,23 @@ def local_polynomial(
         basis /= scale[:, None] ** d
         results.append(np.einsum("nk,nkj->nj", basis, coefficients))
     return results
+
+
+def savitzky_golay(
+    times: NDArray[np.float64], values: NDArray[np.float64], window: int, order: int,
+    derivative: int = 0,
+) -> NDArray[np.float64]:
+    """Offline (non-causal) Savitzky-Golay smoothing or differentiation of a whole record.
+
+    ``times`` (N,) ascending, ``values`` (N, n). Each sample is evaluated from the ``window``
+    samples centred on it (shifted inwards at the ends of the record). Returns (N, n).
+    """
+    t = np.asarray(times, dtype=float)
+    y = np.asarray(values, dtype=float)
+    if window % 2 == 0 or window > t.size:
+        raise SampleError(f"window must be odd and at most {t.size} samples, got {window}")
+    half = window // 2
+    first = np.clip(np.arange(t.size) - half, 0, t.size - window)
+    windows = first[:, None] + np.arange(window)
+    (result,) = local_polynomial(t[windows], y[windows], t, order, (derivative,))
+    return result

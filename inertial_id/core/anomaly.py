@@ -1,0 +1,222 @@
+"""Contact detection with Hotelling's T^2 statistic of the residual wrench (Traversaro 2013).
+
+The residual ``e = w - w_hat`` (measured minus predicted F/T wrench, sensor frame) of a
+contact-free sample is zero-mean noise with covariance ``S``. With ``S`` estimated from ``n``
+contact-free samples of ``p = 6`` components, ``T^2 = (e - mu)^T S^-1 (e - mu)`` of a new
+sample exceeds
+
+    T^2_alpha = p (n - 1)(n + 1) / (n (n - p)) F_alpha(p, n - p)
+
+with probability ``1 - alpha`` (the confidence). :class:`T2Monitor` learns ``mu`` and ``S``
+robustly, evaluates ``T^2`` per sample and turns threshold crossings into contact intervals
+with debounce (``on_samples`` consecutive samples above) and hysteresis (the contact ends
+after ``off_samples`` consecutive samples below ``release * threshold``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+from inertial_id.core.errors import InertialIdError, SampleError
+
+
+def t2_threshold(p: int, n: float, confidence: float) -> float:
+    """Hotelling ``T^2`` threshold for ``p`` variables, covariance from ``n`` samples."""
+    if not 0.0 < confidence < 1.0:
+        raise InertialIdError(f"confidence must be in (0, 1), got {confidence}")
+    if n <= p:
+        raise InertialIdError(f"need more than {p} samples for the threshold, got {n}")
+    f = stats.f.ppf(confidence, p, n - p)
+    return float(p * (n - 1) * (n + 1) / (n * (n - p)) * f)
+
+
+def robust_mean_covariance(
+    residuals: ArrayLike, confidence: float = 0.999, iterations: int = 5
+) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
+    """Mean and covariance of residuals (n, p) with outliers trimmed iteratively.
+
+    Starts from the median and a MAD-scaled diagonal, then re-estimates from the samples
+    whose squared Mahalanobis distance is under the chi-square quantile at ``confidence``
+    (inflated for the trimming). Returns ``(mean, covariance, inliers)``.
+    """
+    e = np.asarray(residuals, dtype=float)
+    n, p = e.shape
+    if n <= 2 * p:
+        raise SampleError(f"need more than {2 * p} residuals to learn a covariance, got {n}")
+    mean = np.median(e, axis=0)
+    mad = 1.4826 * np.median(np.abs(e - mean), axis=0)
+    cov = np.diag(np.maximum(mad, 1e-12) ** 2)
+    cutoff = stats.chi2.ppf(confidence, p)
+    keep = np.ones(n, dtype=bool)
+    for _ in range(iterations):
+        d = e - mean
+        distance = np.einsum("ij,ij->i", d @ np.linalg.inv(cov), d)
+        new_keep = distance <= cutoff
+        if new_keep.sum() <= 2 * p:
+            break
+        mean = e[new_keep].mean(axis=0)
+        # A chi-square trim at `confidence` shrinks the variance by this consistency factor.
+        factor = confidence / stats.chi2.cdf(cutoff, p + 2)
+        cov = factor * np.cov(e[new_keep].T)
+        if np.array_equal(new_keep, keep):
+            break
+        keep = new_keep
+    return mean, cov, int(keep.sum())
+
+
+@dataclass(frozen=True)
+class ContactInterval:
+    """A detected contact: first and last flagged sample stamps (s), peak ``T^2``."""
+
+    start: float
+    end: float
+    peak_t2: float
+
+
+@dataclass(frozen=True)
+class T2Result:
+    """Per-sample output of :meth:`T2Monitor.update`: ``t2`` and ``contact`` flags (N,)."""
+
+    t2: NDArray[np.float64]
+    contact: NDArray[np.bool_]
+    threshold: float
+
+
+@dataclass
+class T2Monitor:
+    """Learns the contact-free residual covariance, then flags contacts; see module doc.
+
+    The first ``training_samples`` residuals train ``mu`` and ``S`` (robustly); until then
+    :meth:`update` flags nothing and :attr:`ready` is False. Afterwards samples classified as
+    contact-free keep refining ``S`` unless ``adapt`` is False.
+    """
+
+    confidence: float = 0.999
+    training_samples: int = 1000
+    on_samples: int = 3
+    off_samples: int = 10
+    release: float = 0.7
+    adapt: bool = False
+    mean: NDArray[np.float64] | None = None
+    covariance: NDArray[np.float64] | None = None
+    intervals: list[ContactInterval] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.on_samples < 1 or self.off_samples < 1 or not 0.0 < self.release <= 1.0:
+            raise InertialIdError("on_samples, off_samples >= 1 and release in (0, 1]")
+        self._training: list[NDArray[np.float64]] = []
+        self._n = 0
+        self._threshold = float("inf")
+        self._inverse: NDArray[np.float64] | None = None
+        self._above = 0
+        self._below = 0
+        self._in_contact = False
+        self._start = 0.0
+        self._last = 0.0
+        self._peak = 0.0
+        if self.mean is not None and self.covariance is not None:
+            self._set_covariance(self.mean, self.covariance, self.training_samples)
+
+    @property
+    def ready(self) -> bool:
+        """True once the covariance is learned."""
+        return self._inverse is not None
+
+    @property
+    def threshold(self) -> float:
+        """Current ``T^2`` threshold (inf before training)."""
+        return self._threshold
+
+    @property
+    def in_contact(self) -> bool:
+        """Whether the last sample was inside a contact."""
+        return self._in_contact
+
+    @property
+    def contact_start(self) -> float | None:
+        """Stamp of the first sample above the threshold of the current contact, if in one."""
+        return self._start if self._in_contact else None
+
+    def _set_covariance(self, mean: NDArray[np.float64], cov: NDArray[np.float64],
+                        n: int) -> None:
+        self.mean, self.covariance, self._n = mean, cov, n
+        self._inverse = np.linalg.inv(cov)
+        self._threshold = t2_threshold(cov.shape[0], n, self.confidence)
+
+    def reset(self) -> None:
+        """Forget the learned covariance and any contact state."""
+        self.mean = self.covariance = self._inverse = None
+        self._training, self._n, self._threshold = [], 0, float("inf")
+        self._above = self._below = 0
+        self._in_contact = False
+
+    def t2(self, residuals: ArrayLike) -> NDArray[np.float64]:
+        """``T^2`` of residuals (N, 6) under the learned covariance."""
+        if self._inverse is None or self.mean is None:
+            raise InertialIdError("the T^2 monitor is not trained yet")
+        d = np.atleast_2d(np.asarray(residuals, dtype=float)) - self.mean
+        return np.einsum("ij,ij->i", d @ self._inverse, d)
+
+    def update(self, times: ArrayLike, residuals: ArrayLike) -> T2Result:
+        """Process N residuals (N, 6) with stamps (N,); returns T^2 and contact flags."""
+        t = np.asarray(times, dtype=float)
+        e = np.atleast_2d(np.asarray(residuals, dtype=float))
+        if e.shape != (t.size, 6) or not np.all(np.isfinite(e)):
+            raise SampleError(f"residuals must be ({t.size}, 6) and finite")
+        if not self.ready:
+            self._train(e)
+            return T2Result(np.zeros(t.size), np.zeros(t.size, dtype=bool), self._threshold)
+        t2 = self.t2(e)
+        flags = np.array([self._step(ti, v) for ti, v in zip(t, t2, strict=True)], dtype=bool)
+        if self.adapt and np.any(~flags):
+            self._refine(e[~flags])
+        return T2Result(t2, flags, self._threshold)
+
+    def _train(self, e: NDArray[np.float64]) -> None:
+        self._training.append(e)
+        collected = sum(len(x) for x in self._training)
+        if collected >= self.training_samples:
+            data = np.concatenate(self._training)
+            mean, cov, inliers = robust_mean_covariance(data, self.confidence)
+            self._set_covariance(mean, cov, inliers)
+            self._training = []
+
+    def _refine(self, e: NDArray[np.float64]) -> None:
+        """Fold contact-free residuals into ``mu`` and ``S`` (running update)."""
+        assert self.mean is not None and self.covariance is not None
+        n_new = len(e)
+        total = self._n + n_new
+        delta = e.mean(axis=0) - self.mean
+        mean = self.mean + delta * n_new / total
+        scatter = (self.covariance * (self._n - 1) + np.cov(e.T, bias=True) * n_new
+                   + np.outer(delta, delta) * self._n * n_new / total)
+        self._set_covariance(mean, scatter / (total - 1), total)
+
+    def _step(self, t: float, value: float) -> bool:
+        """Debounce and hysteresis for one sample; returns its contact flag."""
+        if not self._in_contact:
+            if value > self._threshold:
+                if self._above == 0:
+                    self._start, self._peak = t, value
+                self._above += 1
+                self._peak = max(self._peak, value)
+            else:
+                self._above = 0
+            if self._above >= self.on_samples:
+                self._in_contact, self._below, self._last = True, 0, t
+            return self._in_contact
+        self._peak = max(self._peak, value)
+        if value < self.release * self._threshold:
+            self._below += 1
+            if self._below >= self.off_samples:
+                self._in_contact, self._above = False, 0
+                self.intervals.append(ContactInterval(self._start, self._last, self._peak))
+                return False
+        else:
+            self._below = 0
+            self._last = t
+        return True

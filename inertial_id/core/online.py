@@ -1,0 +1,226 @@
+"""Contact-gated online estimation: the object the solver node and offline replay both run.
+
+:class:`OnlineEstimator` takes sensor-frame samples (twist, proper acceleration, measured
+wrench) and
+
+1. predicts the wrench with the last good estimate and tests the residual with a
+   :class:`~inertial_id.core.anomaly.T2Monitor` (once the estimate has converged);
+2. holds samples for ``gate_margin`` seconds, so that the samples just before a detected
+   contact can still be dropped; samples within ``gate_margin`` of a contact never reach
+   the estimate;
+3. treats an anomaly lasting longer than ``payload_change_after`` seconds as a new payload
+   (grasp or release): the statistics restart and the new payload is identified;
+4. solves on request, keeping the last good estimate when a solve fails and while in contact.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from inertial_id.core.anomaly import ContactInterval, T2Monitor
+from inertial_id.core.errors import InertialIdError, SolverError
+from inertial_id.core.estimators import N_PI, Estimate
+from inertial_id.core.payload import PayloadConfig, PayloadIdentifier
+from inertial_id.core.regressor import predicted_wrench
+
+
+@dataclass(frozen=True)
+class OnlineConfig:
+    """Settings of :class:`OnlineEstimator` (times in seconds).
+
+    ``min_samples``: samples before the first solve. ``converged_mass_std``: relative mass
+    std under which the estimate counts as converged and the contact monitor starts training.
+    ``confidence``, ``training_samples``, ``on_samples``, ``off_samples``, ``release``: the
+    :class:`T2Monitor`. ``gate_margin``: samples this close to a contact are not used.
+    ``payload_change_after``: an anomaly this long restarts the estimate (0 disables).
+    """
+
+    payload: PayloadConfig = field(default_factory=PayloadConfig)
+    min_samples: int = 500
+    converged_mass_std: float = 0.01
+    monitor: bool = True
+    confidence: float = 0.999
+    training_samples: int = 1000
+    on_samples: int = 3
+    off_samples: int = 10
+    release: float = 0.7
+    gate_margin: float = 0.05
+    payload_change_after: float = 1.5
+
+    def __post_init__(self) -> None:
+        if self.min_samples < 1 or self.gate_margin < 0 or self.payload_change_after < 0:
+            raise InertialIdError("min_samples >= 1, gate_margin >= 0, payload_change_after >= 0")
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What :meth:`OnlineEstimator.add` saw in one batch of N samples.
+
+    ``residual`` (N, 6) is measured minus predicted wrench (zeros before the first estimate):
+    the compensated F/T signal, i.e. the external wrench in the sensor's sign convention.
+    ``t2`` and ``contact`` are the monitor's per-sample output (zeros / False until trained).
+    ``events`` lists what happened (``"contact_start"``, ``"contact_end"``,
+    ``"payload_change"``, ``"monitor_trained"``).
+    """
+
+    times: NDArray[np.float64]
+    residual: NDArray[np.float64]
+    t2: NDArray[np.float64]
+    contact: NDArray[np.bool_]
+    threshold: float
+    events: list[str]
+
+
+class OnlineEstimator:
+    """See the module docstring."""
+
+    def __init__(self, config: OnlineConfig | None = None) -> None:
+        self.config = config or OnlineConfig()
+        self.identifier = PayloadIdentifier(self.config.payload)
+        self.monitor = self._new_monitor()
+        self.estimate: Estimate | None = None
+        self.frozen = False
+        self.contacts: list[ContactInterval] = []
+        self.payload_changes: list[float] = []
+        self._pending: deque[tuple[float, NDArray[np.float64]]] = deque()
+        self._exclude_until = -np.inf
+        self._latest = -np.inf
+
+    def _new_monitor(self) -> T2Monitor:
+        c = self.config
+        return T2Monitor(confidence=c.confidence, training_samples=c.training_samples,
+                         on_samples=c.on_samples, off_samples=c.off_samples, release=c.release)
+
+    @property
+    def converged(self) -> bool:
+        """The last estimate exists and knows the mass to ``converged_mass_std``."""
+        e = self.estimate
+        return e is not None and bool(e.std[0] < self.config.converged_mass_std * abs(e.pi[0]))
+
+    @property
+    def in_contact(self) -> bool:
+        """Whether the monitor currently flags a contact."""
+        return self.monitor.in_contact
+
+    def predict(self, twist: ArrayLike, proper_acceleration: ArrayLike) -> NDArray[np.float64]:
+        """Wrench the sensor should read with the current estimate, (N, 6)."""
+        if self.estimate is None:
+            raise InertialIdError("no estimate yet")
+        return predicted_wrench(self.estimate.pi, twist, proper_acceleration,
+                                self.estimate.offset, self.identifier.sign)
+
+    def add(self, times: ArrayLike, twist: ArrayLike, proper_acceleration: ArrayLike,
+            wrench: ArrayLike) -> StepResult:
+        """Process a batch of N samples, oldest first: (N,) stamps, three (N, 6) arrays."""
+        t = np.asarray(times, dtype=float)
+        v = np.atleast_2d(np.asarray(twist, dtype=float))
+        a = np.atleast_2d(np.asarray(proper_acceleration, dtype=float))
+        w = np.atleast_2d(np.asarray(wrench, dtype=float))
+        if not (v.shape == a.shape == w.shape == (t.size, 6)):
+            raise InertialIdError(f"batch shapes {t.shape} {v.shape} {a.shape} {w.shape} differ")
+        events: list[str] = []
+        residual = np.zeros_like(w)
+        t2 = np.zeros(t.size)
+        contact = np.zeros(t.size, dtype=bool)
+        if self.estimate is not None:
+            residual = w - self.predict(v, a)
+            if self.config.monitor and (self.monitor.ready or self.converged):
+                t2, contact = self._monitor(t, residual, events)
+        keep = ~contact & (t > self._exclude_until)
+        start = self.monitor.contact_start
+        if start is not None:
+            cut = start - self.config.gate_margin
+            keep &= t < cut
+            while self._pending and self._pending[-1][0] >= cut:
+                self._pending.pop()
+        for k in np.flatnonzero(keep):
+            self._pending.append((float(t[k]), np.concatenate((v[k], a[k], w[k]))))
+        if t.size:
+            self._latest = max(self._latest, float(t[-1]))
+        self._release()
+        return StepResult(t, residual, t2, contact, self.monitor.threshold, events)
+
+    def _monitor(self, t: NDArray[np.float64], residual: NDArray[np.float64],
+                 events: list[str]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        was_ready, was_in_contact = self.monitor.ready, self.monitor.in_contact
+        n_intervals = len(self.monitor.intervals)
+        result = self.monitor.update(t, residual)
+        if self.monitor.ready and not was_ready:
+            events.append("monitor_trained")
+        if self.monitor.in_contact and not was_in_contact:
+            events.append("contact_start")
+        if len(self.monitor.intervals) > n_intervals:
+            events.append("contact_end")
+            self.contacts.extend(self.monitor.intervals[n_intervals:])
+            self._exclude_until = self.monitor.intervals[-1].end + self.config.gate_margin
+        start = self.monitor.contact_start
+        if (start is not None and self.config.payload_change_after > 0
+                and t[-1] - start > self.config.payload_change_after):
+            self._payload_change(start)
+            events.append("payload_change")
+        return result.t2, result.contact
+
+    def _release(self) -> None:
+        """Move samples older than the gate margin into the statistics."""
+        horizon = self._latest - self.config.gate_margin
+        rows = []
+        while self._pending and self._pending[0][0] <= horizon:
+            rows.append(self._pending.popleft()[1])
+        if rows and not self.frozen:
+            data = np.asarray(rows)
+            self.identifier.add(data[:, :6], data[:, 6:12], data[:, 12:])
+
+    def _payload_change(self, start: float) -> None:
+        """Restart the statistics; the new payload is identified from the next samples."""
+        self.payload_changes.append(start)
+        self.identifier.reset()
+        self.monitor = self._new_monitor()
+        self.estimate = None
+        self._exclude_until = -np.inf
+
+    def solve(self) -> Estimate | None:
+        """Re-estimate (unless in contact, frozen or short of data); keeps the last good one.
+
+        Raises :class:`SolverError` when the solve fails; the last estimate stays.
+        """
+        if self.frozen or self.in_contact:
+            return self.estimate
+        if self.identifier.statistics.samples < self.config.min_samples:
+            return self.estimate
+        estimate = self.identifier.estimate()
+        if not estimate.physically_consistent and self.config.payload.method == "lmi_sdp":
+            raise SolverError("estimate is not physically consistent")
+        self.estimate = estimate
+        return estimate
+
+    def reset(self) -> None:
+        """Forget the data, the estimate and the learned residual covariance."""
+        self.identifier.reset()
+        self.monitor = self._new_monitor()
+        self.estimate = None
+        self._pending.clear()
+        self._exclude_until = -np.inf
+
+    def tare(self) -> Estimate:
+        """Re-estimate the F/T offset with the payload known, from the statistics at hand.
+
+        With ``pi`` fixed, the offset minimising the weighted residual solves
+        ``H_oo offset = g_o - H_op pi``. The statistics then restart (old data carry the old
+        offset) and the estimate keeps ``pi`` with the new offset.
+        """
+        if self.estimate is None:
+            raise InertialIdError("tare needs an estimate of the payload first")
+        stats = self.identifier.statistics
+        h, g = stats.information, stats.moment
+        if stats.samples < 1:
+            raise InertialIdError("tare needs samples")
+        offset = np.linalg.solve(h[N_PI:, N_PI:], g[N_PI:] - h[N_PI:, :N_PI] @ self.estimate.pi)
+        self.estimate = Estimate(self.estimate.body, offset, self.estimate.covariance,
+                                 self.estimate.samples, self.estimate.condition_number,
+                                 self.estimate.method)
+        self.identifier.reset()
+        return self.estimate
