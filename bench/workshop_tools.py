@@ -129,13 +129,18 @@ It raises :class:`InertialIdError` when it cannot estimate (counted as a failure
 
 
 @cache
-def _payload_identifier(method: str, force_std: float, torque_std: float) -> PayloadIdentifier:
-    """One identifier per configuration, reused (after ``reset``) so the SDP compiles once."""
+def _payload_identifier(method: str, force_std: float, torque_std: float,
+                        tared: bool = False) -> PayloadIdentifier:
+    """One identifier per configuration, reused (after ``reset``) so the SDP compiles once.
+
+    ``tared``: the F/T offset is known to be zero (as in these data) instead of estimated.
+    """
     return PayloadIdentifier(PayloadConfig(
         wrench_sign="sensor_on_payload",
         force_noise_std=force_std,
         torque_noise_std=torque_std,
         method=method,
+        known_offset=(0.0,) * 6 if tared else None,
     ))
 
 
@@ -164,7 +169,7 @@ def smoothed(tool: ToolData, window: int = SMOOTHING_WINDOW) -> ToolData:
                    wrench=smooth(tool.wrench))
 
 
-def shape_prior_pi(tool: ToolData, level: NoiseLevel, smooth: bool,
+def shape_prior_pi(tool: ToolData, level: NoiseLevel, smooth: bool, tared: bool = False,
                    weight: float = SHAPE_PRIOR_WEIGHT) -> NDArray[np.float64]:
     """LMI with the point cloud: bounding-ellipsoid constraint and an entropic prior.
 
@@ -173,28 +178,30 @@ def shape_prior_pi(tool: ToolData, level: NoiseLevel, smooth: bool,
     around the cloud bounds the body (Wensing et al. 2017, Thm 4).
     """
     data = smoothed(tool) if smooth else tool
-    identifier = _payload_identifier("lmi_sdp", *level.weight_stds)
+    identifier = _payload_identifier("lmi_sdp", *level.weight_stds, tared)
     identifier.reset()
     identifier.add(*data.sensor_samples)
     first = identifier.estimate()
     points, volumes = load_point_cloud_sensor(tool)
-    estimator = _shape_estimator(tool)
+    estimator = _shape_estimator(tool, tared)
     estimator.set_prior(uniform_density_prior(points, first.body.mass, volumes), weight)
     return np.array(estimator.solve(identifier.statistics).pi, dtype=float)
 
 
-_SHAPE_ESTIMATORS: dict[str, ConsistentEstimator] = {}
+_SHAPE_ESTIMATORS: dict[tuple[str, bool], ConsistentEstimator] = {}
 
 
-def _shape_estimator(tool: ToolData) -> ConsistentEstimator:
+def _shape_estimator(tool: ToolData, tared: bool) -> ConsistentEstimator:
     """One entropic-prior estimator per tool (its ellipsoid), compiled once and reused."""
-    if tool.name not in _SHAPE_ESTIMATORS:
+    key = (tool.name, tared)
+    if key not in _SHAPE_ESTIMATORS:
         points, _ = load_point_cloud_sensor(tool)
-        _SHAPE_ESTIMATORS[tool.name] = ConsistentEstimator(
+        _SHAPE_ESTIMATORS[key] = ConsistentEstimator(
             regularization="entropic",
             constraints=Constraints(bounding_ellipsoid=Ellipsoid.enclosing(points)),
+            known_offset=np.zeros(6) if tared else None,
         )
-    return _SHAPE_ESTIMATORS[tool.name]
+    return _SHAPE_ESTIMATORS[key]
 
 
 def smoothed_identifier_pi(tool: ToolData, level: NoiseLevel, method: str) -> NDArray[np.float64]:
@@ -208,6 +215,7 @@ METHODS: dict[str, Method] = {
     "lmi_sg": partial(smoothed_identifier_pi, method="lmi_sdp"),
     "lmi_shape": partial(shape_prior_pi, smooth=False),
     "lmi_sg_shape": partial(shape_prior_pi, smooth=True),
+    "lmi_sg_shape_tared": partial(shape_prior_pi, smooth=True, tared=True),
 }
 """Registered methods by name (``--methods``); add one per line."""
 

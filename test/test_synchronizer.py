@@ -305,3 +305,18 @@ def test_wrench_overflow_without_joint_states():
         sync.add_wrench(wrench_stamp(i), np.zeros(6))
     assert sync.counters["wrench_overflow"] == 70
     assert len(sync.pop_ready()) == 0
+
+
+def test_a_gap_in_the_wrench_stream_drops_the_windows_across_it():
+    sync = FixedLagSynchronizer(1, window=5, order=2, max_span=0.05)
+    for k in range(400):
+        sync.add_joint_state(k * 0.002, [np.sin(k * 0.002)])
+    times = [k * 0.001 for k in range(800) if not 300 <= k < 500]  # 0.2 s without wrenches
+    for t in times:
+        sync.add_wrench(t, np.full(6, t))
+    out = sync.pop_ready()
+    assert sync.counters["wrench_gap"] > 0
+    # hw = 4 wrench samples per half window: windows reaching into (0.3, 0.5) are dropped.
+    assert not np.any((out.times > 0.2965) & (out.times < 0.5035))
+    assert np.any(np.isclose(out.times, 0.295)) and np.any(np.isclose(out.times, 0.505))
+    np.testing.assert_allclose(out.wrench[:, 0], out.times, atol=1e-9)

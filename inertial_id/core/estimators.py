@@ -89,17 +89,26 @@ def scaled_condition_number(information: NDArray[np.float64]) -> float:
     return float(np.sqrt(eig[-1] / eig[0])) if eig[0] > 0 else float("inf")
 
 
-def _make_estimate(stats: SufficientStatistics, x: NDArray[np.float64], method: str) -> Estimate:
-    """Package a solution with its covariance ``sigma^2 (A^T W A)^-1``."""
-    dof = max(stats.rows - N_UNKNOWNS, 1.0)
+def _make_estimate(
+    stats: SufficientStatistics, x: NDArray[np.float64], method: str, offset_known: bool = False
+) -> Estimate:
+    """Package a solution with its covariance ``sigma^2 (A^T W A)^-1``.
+
+    With ``offset_known`` only ``pi`` was estimated: its covariance comes from the ``pi``
+    block of the information matrix and the offset's is zero.
+    """
+    n = N_PI if offset_known else N_UNKNOWNS
+    dof = max(stats.rows - n, 1.0)
     sigma2 = stats.residual(x) / dof
-    covariance = sigma2 * np.linalg.pinv(stats.information, rcond=1e-12, hermitian=True)
+    covariance = np.zeros((N_UNKNOWNS, N_UNKNOWNS))
+    covariance[:n, :n] = sigma2 * np.linalg.pinv(stats.information[:n, :n], rcond=1e-12,
+                                                 hermitian=True)
     return Estimate(
         body=BodyParameters.from_pi(x[:N_PI]),
         offset=x[N_PI:].copy(),
         covariance=covariance,
         samples=stats.samples,
-        condition_number=scaled_condition_number(stats.information),
+        condition_number=scaled_condition_number(stats.information[:n, :n]),
         method=method,
     )
 
@@ -109,11 +118,20 @@ def _require_rows(stats: SufficientStatistics) -> None:
         raise SolverError(f"{stats.rows:.0f} equations cannot determine {N_UNKNOWNS} unknowns")
 
 
-def least_squares(stats: SufficientStatistics) -> Estimate:
-    """Unconstrained weighted least squares (the baseline; may be physically inconsistent)."""
+def least_squares(stats: SufficientStatistics, known_offset: ArrayLike | None = None) -> Estimate:
+    """Unconstrained weighted least squares (the baseline; may be physically inconsistent).
+
+    With ``known_offset`` the F/T offset is fixed and only ``pi`` is estimated.
+    """
     _require_rows(stats)
-    x = np.linalg.lstsq(stats.information, stats.moment, rcond=1e-12)[0]
-    return _make_estimate(stats, x, "least_squares")
+    h, g = stats.information, stats.moment
+    if known_offset is None:
+        x = np.linalg.lstsq(h, g, rcond=1e-12)[0]
+    else:
+        offset = np.asarray(known_offset, dtype=float)
+        rhs = g[:N_PI] - h[:N_PI, N_PI:] @ offset
+        x = np.concatenate((np.linalg.lstsq(h[:N_PI, :N_PI], rhs, rcond=1e-12)[0], offset))
+    return _make_estimate(stats, x, "least_squares", known_offset is not None)
 
 
 def _square_root(stats: SufficientStatistics) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -157,23 +175,6 @@ class Constraints:
     com_box: tuple[ArrayLike, ArrayLike] | None = None
 
 
-def _constraint_list(pi: cp.Expression, epsilon: float, extra: Constraints) -> list:
-    jmat = pseudo_inertia_expression(pi)
-    constraints = [jmat - epsilon * np.eye(4) >> 0]
-    if extra.bounding_ellipsoid is not None:
-        constraints.append(cp.trace(jmat @ extra.bounding_ellipsoid.q_matrix()) >= 0)
-    if extra.com_ellipsoid is not None:
-        m, h = pi[0], pi[1:4]
-        e = extra.com_ellipsoid
-        d = cp.reshape(h - m * e.centre, (3, 1), order="F")
-        constraints.append(cp.bmat([[cp.reshape(m, (1, 1), order="F"), d.T],
-                                    [d, m * e.shape]]) >> 0)
-    if extra.com_box is not None:
-        lower, upper = (np.asarray(v, dtype=float) for v in extra.com_box)
-        constraints += [pi[1:4] >= pi[0] * lower, pi[1:4] <= pi[0] * upper]
-    return constraints
-
-
 class ConsistentEstimator:
     """LMI-constrained least squares (Wensing et al. 2017): ``J(pi) >= epsilon I``.
 
@@ -188,8 +189,9 @@ class ConsistentEstimator:
       divergence of Lee, Wensing and Park, up to a constant; ``prior_weight`` is absolute
       (in units of the weighted squared residual) and the prior must be consistent.
 
-    The cvxpy problem is built once with parameters (DPP); :meth:`set_prior` and new
-    statistics only change parameter values, so a re-solve never recompiles.
+    ``known_offset`` fixes the F/T offset (e.g. zeros for a tared sensor) instead of
+    estimating it. The cvxpy problem is built once with parameters (DPP); :meth:`set_prior`
+    and new statistics only change parameter values, so a re-solve never recompiles.
     """
 
     method = "lmi_sdp"
@@ -201,70 +203,124 @@ class ConsistentEstimator:
         prior_weight: float = 1e-9,
         regularization: str = "euclidean",
         constraints: Constraints | None = None,
+        known_offset: ArrayLike | None = None,
         solver: str = "CLARABEL",
     ) -> None:
         if regularization not in REGULARIZATIONS:
             raise SolverError(f"unknown regularization {regularization!r}: {REGULARIZATIONS}")
         self.epsilon = epsilon
         self.regularization = regularization
+        self.constraints = constraints or Constraints()
+        self.known_offset = None if known_offset is None else np.asarray(known_offset, float)
         self.solver = solver
+        # The solver works on x_s = S^-1 x, in units of a mass M and a length L chosen per
+        # solve, so that J(pi) = M T J(pi_s) T with T = diag(L, L, L, 1) has entries near one
+        # whatever the payload's size (a 9 g ruler has eigenvalues of J near 1e-8 kg m^2).
         self._x = cp.Variable(N_UNKNOWNS)
         self._r = cp.Parameter((N_UNKNOWNS, N_UNKNOWNS))
         self._z = cp.Parameter(N_UNKNOWNS)
+        self._margin = cp.Parameter((4, 4), symmetric=True)
         pi = self._x[:N_PI]
-        data_term = cp.sum_squares(self._r @ self._x - self._z)
+        jmat = pseudo_inertia_expression(pi)
+        objective = cp.sum_squares(self._r @ self._x - self._z)
         if regularization == "euclidean":
             # sqrt(w s_i) and sqrt(w s_i) * prior_i as separate parameters keep it DPP.
-            self._prior_root = cp.Parameter(N_PI, nonneg=True, value=np.zeros(N_PI))
-            self._prior_target = cp.Parameter(N_PI, value=np.zeros(N_PI))
-            prior_term = cp.sum_squares(cp.multiply(self._prior_root, pi) - self._prior_target)
+            self._prior_root = cp.Parameter(N_PI, nonneg=True)
+            self._prior_target = cp.Parameter(N_PI)
+            objective += cp.sum_squares(cp.multiply(self._prior_root, pi) - self._prior_target)
         else:
-            self._weight = cp.Parameter(nonneg=True, value=0.0)
-            self._weighted_inverse = cp.Parameter((4, 4), symmetric=True, value=np.zeros((4, 4)))
-            jmat = pseudo_inertia_expression(pi)
-            prior_term = (cp.trace(self._weighted_inverse @ jmat)
-                          - self._weight * cp.log_det(jmat))
-        self._problem = cp.Problem(
-            cp.Minimize(data_term + prior_term),
-            _constraint_list(pi, epsilon, constraints or Constraints()),
-        )
+            self._weight = cp.Parameter(nonneg=True)
+            self._weighted_inverse = cp.Parameter((4, 4), symmetric=True)
+            objective += cp.trace(self._weighted_inverse @ jmat) - self._weight * cp.log_det(jmat)
+        self._problem = cp.Problem(cp.Minimize(objective), self._constraint_list(pi, jmat))
         if prior is None and regularization == "entropic":
             prior_weight = 0.0  # no prior: the log-det term would need a consistent one
         self.set_prior(np.zeros(N_PI) if prior is None else prior, prior_weight)
+
+    def _constraint_list(self, pi: cp.Expression, jmat: cp.Expression) -> list:
+        constraints = [jmat - self._margin >> 0]
+        if self.known_offset is not None:
+            constraints.append(self._x[N_PI:] == self.known_offset)
+        extra = self.constraints
+        if extra.bounding_ellipsoid is not None:
+            self._q = cp.Parameter((4, 4), symmetric=True)
+            constraints.append(cp.trace(jmat @ self._q) >= 0)
+        if extra.com_ellipsoid is not None:
+            self._com_centre = cp.Parameter(3)
+            self._com_shape = cp.Parameter((3, 3), symmetric=True)
+            m, h = pi[0], pi[1:4]
+            d = cp.reshape(h - m * self._com_centre, (3, 1), order="F")
+            constraints.append(cp.bmat([[cp.reshape(m, (1, 1), order="F"), d.T],
+                                        [d, m * self._com_shape]]) >> 0)
+        if extra.com_box is not None:
+            self._com_lower, self._com_upper = cp.Parameter(3), cp.Parameter(3)
+            constraints += [pi[1:4] >= pi[0] * self._com_lower,
+                            pi[1:4] <= pi[0] * self._com_upper]
+        return constraints
 
     def set_prior(self, prior: ArrayLike, weight: float) -> None:
         """Change the prior ``pi`` and its weight (no recompilation)."""
         self.prior = np.asarray(prior, dtype=float).copy()
         self.prior_weight = float(weight)
-        if self.regularization == "entropic":
-            j_prior = pseudo_inertia(self.prior)
-            if weight > 0 and np.linalg.eigvalsh(j_prior)[0] <= 0:
-                raise SolverError("the entropic prior must be physically consistent")
-            self._weight.value = self.prior_weight
-            inverse = np.linalg.inv(j_prior) if weight > 0 else np.zeros((4, 4))
-            self._weighted_inverse.value = self.prior_weight * 0.5 * (inverse + inverse.T)
+        entropic = self.regularization == "entropic" and weight > 0
+        if entropic and np.linalg.eigvalsh(pseudo_inertia(self.prior))[0] <= 0:
+            raise SolverError("the entropic prior must be physically consistent")
 
-    def _update_parameters(self, stats: SufficientStatistics) -> None:
-        self._r.value, self._z.value = _square_root(stats)
+    def _scales(self, stats: SufficientStatistics) -> tuple[float, float]:
+        """Mass and length units: from the prior if it has a mass, else least squares."""
+        if self.prior_weight > 0 and self.prior[0] > 0:
+            pi = self.prior
+        else:
+            pi = np.linalg.lstsq(stats.information, stats.moment, rcond=1e-12)[0][:N_PI]
+        mass = abs(pi[0]) if abs(pi[0]) > 1e-9 else 1.0
+        trace = abs(pi[4] + pi[7] + pi[9])
+        length = float(np.clip(np.sqrt(trace / (2.0 * mass)), 1e-3, 10.0))
+        return mass, length
+
+    def _update_parameters(self, stats: SufficientStatistics) -> NDArray[np.float64]:
+        """Set every parameter for these statistics; returns the scaling ``S`` (diagonal)."""
+        mass, length = self._scales(stats)
+        scale = np.concatenate(([mass], np.full(3, mass * length), np.full(6, mass * length**2),
+                                np.ones(N_OFFSET)))
+        t = np.array([length, length, length, 1.0])
+        r, z = _square_root(stats)
+        self._r.value, self._z.value = r * scale, z
+        self._margin.value = np.diag(self.epsilon / (mass * t * t))
+        extra = self.constraints
+        if extra.bounding_ellipsoid is not None:
+            self._q.value = extra.bounding_ellipsoid.q_matrix() * np.outer(t, t)
+        if extra.com_ellipsoid is not None:
+            self._com_centre.value = extra.com_ellipsoid.centre / length
+            self._com_shape.value = extra.com_ellipsoid.shape / length**2
+        if extra.com_box is not None:
+            lower, upper = (np.asarray(v, dtype=float) / length for v in extra.com_box)
+            self._com_lower.value, self._com_upper.value = lower, upper
         if self.regularization == "euclidean":
             diagonal = np.clip(np.diag(stats.information), 0.0, None)
             # A floor keeps the prior in charge of directions the data do not excite.
-            scale = diagonal[:N_PI] + 1e-3 * diagonal.mean()
-            root = np.sqrt(self.prior_weight * scale)
-            self._prior_root.value = root
+            root = np.sqrt(self.prior_weight * (diagonal[:N_PI] + 1e-3 * diagonal.mean()))
+            self._prior_root.value = root * scale[:N_PI]
             self._prior_target.value = root * self.prior
+        else:
+            self._weight.value = self.prior_weight
+            inverse = np.zeros((4, 4))
+            if self.prior_weight > 0:
+                inverse = np.linalg.inv(pseudo_inertia(self.prior)) * mass * np.outer(t, t)
+            self._weighted_inverse.value = self.prior_weight * 0.5 * (inverse + inverse.T)
+        return scale
 
     def solve(self, stats: SufficientStatistics) -> Estimate:
         """The consistent estimate; raises :class:`SolverError` when none is found."""
         _require_rows(stats)
-        self._update_parameters(stats)
+        scale = self._update_parameters(stats)
         try:
             self._problem.solve(solver=self.solver)
         except cp.error.SolverError as exc:
             raise SolverError(f"SDP solver {self.solver} failed: {exc}") from exc
         if self._problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or self._x.value is None:
             raise SolverError(f"SDP solver {self.solver} ended with status {self._problem.status}")
-        estimate = _make_estimate(stats, np.asarray(self._x.value, dtype=float), self.method)
+        x = scale * np.asarray(self._x.value, dtype=float)
+        estimate = _make_estimate(stats, x, self.method, self.known_offset is not None)
         if not estimate.physically_consistent:
             raise SolverError(
                 "SDP solution is not physically consistent "

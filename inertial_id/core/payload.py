@@ -38,6 +38,7 @@ class PayloadConfig:
     ``window_samples`` samples count, kept as blocks of ``block_samples``. ``method``:
     ``lmi_sdp`` (consistent) or ``least_squares``. ``prior``, ``prior_weight``,
     ``regularization`` and ``constraints`` go to :class:`ConsistentEstimator`.
+    ``known_offset``: a fixed F/T offset (e.g. zeros for a tared sensor); None estimates it.
     """
 
     wrench_sign: str = "payload_on_sensor"
@@ -52,6 +53,7 @@ class PayloadConfig:
     prior_weight: float = 1e-9
     regularization: str = "euclidean"
     constraints: Constraints = field(default_factory=Constraints)
+    known_offset: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         wrench_sign(self.wrench_sign)
@@ -80,6 +82,7 @@ class PayloadIdentifier:
         self._sdp = ConsistentEstimator(
             epsilon=c.epsilon, prior=c.prior, prior_weight=c.prior_weight,
             regularization=c.regularization, constraints=c.constraints,
+            known_offset=c.known_offset,
         )
         self.reset()
 
@@ -113,5 +116,5 @@ class PayloadIdentifier:
     def estimate(self) -> Estimate:
         """Solve with the configured method (raises ``SolverError`` when it cannot)."""
         if self.config.method == "least_squares":
-            return least_squares(self.statistics)
+            return least_squares(self.statistics, self.config.known_offset)
         return self._sdp.solve(self.statistics)

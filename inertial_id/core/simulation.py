@@ -112,6 +112,9 @@ class Contact:
 class PayloadSimulation:
     """Joint states and F/T readings of a robot moving a known payload (see module docstring).
 
+    ``payload_changes``: ``(time, body)`` pairs: from ``time`` on the robot holds ``body``
+    (a grasp or release; a release is a body of negligible mass).
+
     Noise: ``force_noise_std`` (N), ``torque_noise_std`` (N m), ``joint_noise_std`` (rad) on
     positions and ``velocity_noise_std`` (rad/s) on measured velocities; ``offset`` is the F/T
     bias ``[fx, fy, fz, tx, ty, tz]``.
@@ -127,11 +130,29 @@ class PayloadSimulation:
     joint_noise_std: float = 1e-5
     velocity_noise_std: float = 1e-3
     contacts: tuple[Contact, ...] = ()
+    payload_changes: tuple[tuple[float, BodyParameters], ...] = ()
     seed: int = 0
 
     def __post_init__(self) -> None:
         self.offset = np.asarray(self.offset, dtype=float)
         self._rng = np.random.default_rng(self.seed)
+        self.payload_changes = tuple(sorted(self.payload_changes, key=lambda c: c[0]))
+
+    def payload_at(self, t: float) -> BodyParameters:
+        """The payload held at time ``t``: the last change at or before it, else ``payload``."""
+        held = self.payload
+        for start, body in self.payload_changes:
+            if t >= start:
+                held = body
+        return held
+
+    def payload_pi(self, times: ArrayLike) -> NDArray[np.float64]:
+        """``pi`` of the held payload at each time, (N, 10)."""
+        t = np.atleast_1d(np.asarray(times, dtype=float))
+        out = np.tile(self.payload.pi, (t.size, 1))
+        for start, body in self.payload_changes:
+            out[t >= start] = body.pi
+        return out
 
     def contact_wrench(self, times: ArrayLike) -> NDArray[np.float64]:
         """External wrench on the payload at each time, (N, 6), sensor frame."""
@@ -146,8 +167,8 @@ class PayloadSimulation:
         """F/T readings at ``times``, (N, 6)."""
         q, qd, qdd = self.trajectory(times)
         twist, proper = self.kinematics.compute(q, qd, qdd)
-        clean = self.sign * (regressor(twist, proper) @ self.payload.pi
-                             - self.contact_wrench(times)) + self.offset
+        inertial = np.einsum("nij,nj->ni", regressor(twist, proper), self.payload_pi(times))
+        clean = self.sign * (inertial - self.contact_wrench(times)) + self.offset
         if not noise:
             return clean
         std = np.repeat([self.force_noise_std, self.torque_noise_std], 3)

@@ -50,7 +50,7 @@ class FixedLagSynchronizer:
 
     ``window`` joint samples (odd) and polynomial ``order`` set the filter; the output lags the
     newest joint state by half a window. ``max_span`` (s) rejects windows that straddle a gap
-    in the joint states. A stamp more than ``reset_jump`` seconds older than the newest one
+    in the joint states or in the wrenches. A stamp more than ``reset_jump`` seconds older than the newest one
     (a bag restarting under simulated time) clears the buffers; other out-of-order or duplicate
     stamps are dropped. ``counters`` records what was dropped and why.
     """
@@ -164,9 +164,12 @@ class FixedLagSynchronizer:
         self._next_wrench += stop
         ok = ~hopeless
         index, ks = index[ok], ks[ok]
-        gap = joint_t[np.minimum(ks + half, joint_t.size - 1)] - joint_t[np.maximum(ks - half, 0)]
-        self.counters["joint_state_gap"] += int(np.count_nonzero(gap > self.max_span))
-        index, ks = index[gap <= self.max_span], ks[gap <= self.max_span]
+        joint_gap = joint_t[ks + half] - joint_t[ks - half] > self.max_span
+        wrench_gap = wrench_t[index + hw] - wrench_t[index - hw] > self.max_span
+        self.counters["joint_state_gap"] += int(np.count_nonzero(joint_gap))
+        self.counters["wrench_gap"] += int(np.count_nonzero(wrench_gap & ~joint_gap))
+        usable = ~(joint_gap | wrench_gap)
+        index, ks = index[usable], ks[usable]
         batch = self._filter(joint_t, wrench_t, index, ks, half, hw)
         self._prune(joint_t, half, hw)
         return batch

@@ -56,6 +56,14 @@ class Simulator(Node):
         sign = declare(self, "wrench_sign", "payload_on_sensor", "convention of the wrench")
         self.wrench_rate = declare(self, "wrench_rate", 1000.0, "F/T rate, Hz")
         self.joint_rate = declare(self, "joint_state_rate", 500.0, "joint state rate, Hz")
+        change_time = declare(self, "payload_change_time", -1.0,
+                              "s after start when the payload changes (< 0: never)")
+        change = BodyParameters.from_mass_com_inertia(
+            declare(self, "payload_change_mass", 0.8, "new payload mass, kg"),
+            declare(self, "payload_change_com", [0.0, 0.03, 0.09], "new payload CoM, m"),
+            declare(self, "payload_change_inertia", [0.002, 0.0, 0.0, 0.002, 0.0, 0.001],
+                    "new payload inertia about its CoM, kg m^2"),
+        )
         check(len(contacts) % 5 == 0, "contacts needs 5 numbers per contact")
         check(self.wrench_rate > 0 and self.joint_rate > 0, "rates must be positive")
         kinematics = SensorKinematics(urdf or bundled_urdf_path(), frame)
@@ -78,7 +86,9 @@ class Simulator(Node):
             contacts=tuple(Contact(c[0], c[1], (c[2], c[3], c[4]))
                            for c in np.reshape(contacts, (-1, 5))),
             seed=declare(self, "seed", 0, "noise seed"),
+            payload_changes=((change_time, change),) if change_time >= 0 else (),
         )
+        self.truth_sent: BodyParameters | None = None
         self.frame = frame
         self.joint_names = kinematics.joint_names
         qos = sensor_qos(declare(self, "queue_depth", 500, "publisher queue depth"))
@@ -89,9 +99,14 @@ class Simulator(Node):
         self.sent = {"joint": 0, "wrench": 0}
         self.create_timer(declare(self, "tick", 0.005, "publishing period, s"), self.tick)
 
-    def publish_truth(self) -> None:
-        header = Header(stamp=to_stamp(self.start or 0.0), frame_id=self.frame)
-        msg = body_to_msg(self.sim.payload, header)
+    def publish_truth(self, elapsed: float) -> None:
+        """Latch the payload held at ``elapsed`` s (again after each payload change)."""
+        body = self.sim.payload_at(elapsed)
+        if body is self.truth_sent:
+            return
+        self.truth_sent = body
+        header = Header(stamp=to_stamp((self.start or 0.0) + elapsed), frame_id=self.frame)
+        msg = body_to_msg(body, header)
         msg.wrench_offset = self.sim.offset.tolist()
         msg.method = "ground_truth"
         self.truth_pub.publish(msg)
@@ -109,8 +124,8 @@ class Simulator(Node):
             return
         if self.start is None:
             self.start = now
-            self.publish_truth()
         elapsed = now - self.start
+        self.publish_truth(elapsed)
         joint_times = self._due("joint", self.joint_rate, elapsed)
         wrench_times = self._due("wrench", self.wrench_rate, elapsed)
         if joint_times.size:

@@ -1,30 +1,77 @@
-"""solver: the physically consistent payload estimate from sensor-frame samples.
+"""solver: the physically consistent payload estimate and contact monitoring.
 
-Subscribes ``sensor_samples`` (inertial_id/SensorSamples); accumulates sufficient statistics
-(core :class:`~inertial_id.core.payload.PayloadIdentifier`) and publishes at ``publish_rate``
+Subscribes ``sensor_samples`` (inertial_id/SensorSamples) and runs the core
+:class:`~inertial_id.core.online.OnlineEstimator`: contact-gated sufficient statistics, a
+Hotelling T^2 monitor of the residual wrench, restart on a payload change. Publishes
 ``~/parameters`` (inertial_id/InertialParameters) and ``~/inertia`` (geometry_msgs/
-InertiaStamped, tensor about the CoM), plus a status on ``/diagnostics``. A failed solve keeps
-the last good estimate; nothing physically inconsistent is ever published.
+InertiaStamped, about the CoM) at ``publish_rate``; ``~/contact`` (inertial_id/ContactAnomaly)
+and ``~/external_wrench`` (geometry_msgs/WrenchStamped: measured minus predicted wrench, the
+gravity- and inertia-compensated F/T signal) every ``contact_decimation`` samples and at every
+contact change; a status on ``/diagnostics``. Services (std_srvs/Trigger): ``~/reset``,
+``~/tare`` (re-estimate the F/T offset with the payload known), ``~/freeze``, ``~/resume``.
+A failed solve keeps the last good estimate; nothing physically inconsistent is published.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import InertiaStamped
+from geometry_msgs.msg import InertiaStamped, WrenchStamped
 from rclpy.node import Node
 from std_msgs.msg import Header
+from std_srvs.srv import Trigger
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimators import Estimate
-from inertial_id.core.payload import PayloadConfig, PayloadIdentifier
-from inertial_id.msg import InertialParameters, SensorSamples
+from inertial_id.core.online import OnlineConfig, OnlineEstimator, StepResult
+from inertial_id.core.payload import PayloadConfig
+from inertial_id.msg import ContactAnomaly, InertialParameters, SensorSamples
 from inertial_id.nodes.common import declare, pipeline_qos, run, to_stamp
 from inertial_id.nodes.conversions import (
+    array_to_wrench,
     body_to_inertia_stamped,
     estimate_to_msg,
     sensor_samples_from_msg,
 )
+
+
+def _config(node: Node) -> OnlineConfig:
+    """The node's parameters as the core configuration (validated there)."""
+    p, o = PayloadConfig(), OnlineConfig()
+    payload = PayloadConfig(
+        wrench_sign=declare(node, "wrench_sign", p.wrench_sign,
+                            "payload_on_sensor (F/T sensors) or sensor_on_payload"),
+        force_noise_std=declare(node, "force_noise_std", p.force_noise_std,
+                                "F/T force noise std, N (weights force rows)"),
+        torque_noise_std=declare(node, "torque_noise_std", p.torque_noise_std,
+                                 "F/T torque noise std, N m (weights torque rows)"),
+        forgetting_factor=declare(node, "forgetting_factor", p.forgetting_factor,
+                                  "per-sample exponential forgetting in (0, 1]"),
+        window_samples=declare(node, "window_samples", p.window_samples,
+                               "> 0: estimate from the last N samples only"),
+        method=declare(node, "method", p.method, "lmi_sdp or least_squares"),
+        epsilon=declare(node, "epsilon", p.epsilon, "margin of J(pi) >= epsilon I, kg m^2"),
+    )
+    return OnlineConfig(
+        payload=payload,
+        min_samples=declare(node, "min_samples", o.min_samples, "samples before the first solve"),
+        converged_mass_std=declare(node, "converged_mass_std", o.converged_mass_std,
+                                   "relative mass std under which the estimate has converged"),
+        monitor=declare(node, "contact_detection", o.monitor, "run the T^2 contact monitor"),
+        confidence=declare(node, "confidence", o.confidence, "T^2 threshold confidence"),
+        training_samples=declare(node, "training_samples", o.training_samples,
+                                 "contact-free samples that learn the residual covariance"),
+        on_samples=declare(node, "on_samples", o.on_samples,
+                           "consecutive samples above the threshold that start a contact"),
+        off_samples=declare(node, "off_samples", o.off_samples,
+                            "consecutive samples below release * threshold that end it"),
+        release=declare(node, "release", o.release, "hysteresis factor of the threshold"),
+        gate_margin=declare(node, "gate_margin", o.gate_margin,
+                            "s around a contact whose samples are not used"),
+        payload_change_after=declare(node, "payload_change_after", o.payload_change_after,
+                                     "s of anomaly taken as a new payload (0: never)"),
+    )
 
 
 class Solver(Node):
@@ -32,73 +79,116 @@ class Solver(Node):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__("solver", **kwargs)
-        defaults = PayloadConfig()
-        config = PayloadConfig(
-            wrench_sign=declare(self, "wrench_sign", defaults.wrench_sign,
-                                "payload_on_sensor (F/T sensors) or sensor_on_payload"),
-            force_noise_std=declare(self, "force_noise_std", defaults.force_noise_std,
-                                    "F/T force noise std, N (weights force rows)"),
-            torque_noise_std=declare(self, "torque_noise_std", defaults.torque_noise_std,
-                                     "F/T torque noise std, N m (weights torque rows)"),
-            forgetting_factor=declare(self, "forgetting_factor", defaults.forgetting_factor,
-                                      "per-sample exponential forgetting in (0, 1]"),
-            method=declare(self, "method", defaults.method, "lmi_sdp or least_squares"),
-            epsilon=declare(self, "epsilon", defaults.epsilon,
-                            "margin of J(pi) >= epsilon I, kg m^2"),
-        )
+        self.online = OnlineEstimator(_config(self))
         rate = declare(self, "publish_rate", 2.0, "estimates published per second (Hz)")
-        self.min_samples = declare(self, "min_samples", 500, "samples before the first solve")
-        self.converged_mass_std = declare(
-            self, "converged_mass_std", 0.01, "relative mass std below which it has converged")
-        self.identifier = PayloadIdentifier(config)
-        self.estimate: Estimate | None = None
+        self.decimation = max(1, declare(self, "contact_decimation", 10,
+                                         "publish ~/contact every N samples"))
         self.frame_id = ""
         self.last_stamp = None
         self.status = (DiagnosticStatus.WARN, "waiting for samples")
+        self._since_contact_msg = 0
+        self._was_in_contact = False
         self.parameters_pub = self.create_publisher(InertialParameters, "~/parameters", 10)
         self.inertia_pub = self.create_publisher(InertiaStamped, "~/inertia", 10)
+        self.contact_pub = self.create_publisher(ContactAnomaly, "~/contact", 100)
+        self.external_pub = self.create_publisher(WrenchStamped, "~/external_wrench", 100)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_subscription(SensorSamples, "sensor_samples", self.on_samples, pipeline_qos())
         self.create_timer(1.0 / rate, self.solve_and_publish)
+        for name, action in (("reset", self.online.reset), ("tare", self.online.tare),
+                             ("freeze", self._freeze), ("resume", self._resume)):
+            self.create_service(Trigger, f"~/{name}", self._service(name, action))
+
+    def _freeze(self) -> None:
+        self.online.frozen = True
+
+    def _resume(self) -> None:
+        self.online.frozen = False
+
+    def _service(self, name: str, action: Callable[[], object]) -> Callable:
+        def handle(_: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+            try:
+                action()
+                response.success, response.message = True, f"{name}: done"
+            except InertialIdError as exc:
+                response.success, response.message = False, f"{name}: {exc}"
+            self.get_logger().info(response.message)
+            return response
+
+        return handle
 
     def on_samples(self, msg: SensorSamples) -> None:
         if not msg.stamps:
             return
         try:
-            _, twist, proper, wrench = sensor_samples_from_msg(msg)
-            self.identifier.add(twist, proper, wrench)
+            times, twist, proper, wrench = sensor_samples_from_msg(msg)
+            step = self.online.add(times, twist, proper, wrench)
         except (InertialIdError, ValueError) as exc:
             self.get_logger().warn(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
             return
         self.frame_id = msg.header.frame_id
         self.last_stamp = msg.header.stamp
+        for event in step.events:
+            self.get_logger().info(f"{event} at t = {step.times[-1]:.3f} s")
+        if self.online.estimate is not None:
+            self.publish_contact(step)
 
-    def converged(self, estimate: Estimate) -> bool:
-        """Mass known to ``converged_mass_std`` (relative) and the estimate consistent."""
-        return bool(estimate.physically_consistent
-                    and estimate.std[0] < self.converged_mass_std * abs(estimate.pi[0]))
+    def publish_contact(self, step: StepResult) -> None:
+        """ContactAnomaly and external wrench, decimated, and at every contact change."""
+        changes = np.flatnonzero(np.diff(np.concatenate(([self._was_in_contact],
+                                                         step.contact))))
+        due = set(changes.tolist())
+        n = step.times.size
+        first = (self.decimation - 1 - self._since_contact_msg) % self.decimation
+        due.update(range(first, n, self.decimation))
+        self._since_contact_msg = (self._since_contact_msg + n) % self.decimation
+        self._was_in_contact = bool(step.contact[-1])
+        for k in sorted(due):
+            header = Header(stamp=to_stamp(float(step.times[k])), frame_id=self.frame_id)
+            residual = array_to_wrench(step.residual[k])
+            self.contact_pub.publish(ContactAnomaly(
+                header=header, t2=float(step.t2[k]), threshold=float(step.threshold),
+                confidence=self.online.config.confidence, contact=bool(step.contact[k]),
+                residual=residual,
+            ))
+            self.external_pub.publish(WrenchStamped(header=header, wrench=residual))
 
     def solve_and_publish(self) -> None:
-        if self.identifier.statistics.samples >= self.min_samples:
-            try:
-                self.estimate = self.identifier.estimate()
-                self.status = (DiagnosticStatus.OK, "estimating")
-            except InertialIdError as exc:
-                self.status = (DiagnosticStatus.ERROR, f"solve failed, keeping last: {exc}")
-                self.get_logger().warn(self.status[1], throttle_duration_sec=5.0)
+        try:
+            self.online.solve()
+            self.status = self._status()
+        except InertialIdError as exc:
+            self.status = (DiagnosticStatus.ERROR, f"solve failed, keeping last: {exc}")
+            self.get_logger().warn(self.status[1], throttle_duration_sec=5.0)
         self.publish_diagnostics()
-        if self.estimate is None or not self.estimate.physically_consistent:
+        estimate = self.online.estimate
+        if estimate is None or not estimate.physically_consistent:
             return
         header = Header(stamp=self.last_stamp or to_stamp(0.0), frame_id=self.frame_id)
-        converged = self.converged(self.estimate)
-        self.parameters_pub.publish(estimate_to_msg(self.estimate, header, converged))
-        self.inertia_pub.publish(body_to_inertia_stamped(self.estimate.body, header))
+        self.parameters_pub.publish(estimate_to_msg(estimate, header, self.online.converged))
+        self.inertia_pub.publish(body_to_inertia_stamped(estimate.body, header))
+
+    def _status(self) -> tuple[bytes, str]:
+        online = self.online
+        if online.estimate is None:
+            return DiagnosticStatus.WARN, "collecting samples"
+        if online.in_contact:
+            return DiagnosticStatus.WARN, "contact: estimate held"
+        if online.frozen:
+            return DiagnosticStatus.OK, "frozen"
+        if not online.converged:
+            return DiagnosticStatus.WARN, "converging"
+        return DiagnosticStatus.OK, "converged"
 
     def publish_diagnostics(self) -> None:
         level, message = self.status
-        values = {"samples": f"{self.identifier.statistics.samples:.0f}"}
-        if self.estimate is not None:
-            e = self.estimate
+        online = self.online
+        values = {"samples": f"{online.identifier.statistics.samples:.0f}",
+                  "contacts": str(len(online.contacts)),
+                  "payload_changes": str(len(online.payload_changes)),
+                  "t2_threshold": f"{online.monitor.threshold:.3g}"}
+        if online.estimate is not None:
+            e = online.estimate
             values.update({
                 "mass_kg": f"{e.body.mass:.4f}",
                 "mass_std_kg": f"{e.std[0]:.2g}",
