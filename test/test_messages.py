@@ -69,6 +69,7 @@ SAMPLES: dict[str, dict] = {
         "velocity": [-(k + 1) / 11.0 for k in range(9)],
         "acceleration": [(-1.0) ** k * 10.0**k / 13.0 for k in range(9)],
         "wrench": [k / 17.0 - 1.0 for k in range(18)],
+        "wrench_raw": [k / 31.0 + 0.5 for k in range(18)],
     },
     "SensorSamples": {
         "header": _header("ft_sensor"),
@@ -76,6 +77,7 @@ SAMPLES: dict[str, dict] = {
         "twist": [(k + 1) / 19.0 for k in range(12)],
         "proper_acceleration": [9.81 * (k - 6) / 23.0 for k in range(12)],
         "wrench": [-(k + 1) / 29.0 for k in range(12)],
+        "wrench_raw": [(k + 2) / 37.0 for k in range(12)],
     },
 }
 

@@ -64,7 +64,8 @@ def run(sync, n_ms, pop_every=10, wrench_first=False, start_ms=0, skip_joints=No
 
 def concat(batches):
     return SyncedSamples(*(np.concatenate([getattr(b, f) for b in batches]) for f in
-                           ("times", "position", "velocity", "acceleration", "wrench")))
+                           ("times", "position", "velocity", "acceleration", "wrench",
+                            "wrench_raw")))
 
 
 def assert_matches_analytic(samples):

@@ -60,8 +60,9 @@ class OnlineConfig:
 class StepResult:
     """What :meth:`OnlineEstimator.add` saw in one batch of N samples.
 
-    ``residual`` (N, 6) is measured minus predicted wrench (zeros before the first estimate):
-    the compensated F/T signal, i.e. the external wrench in the sensor's sign convention.
+    ``residual`` (N, 6) is the unfiltered measured minus the predicted wrench (zeros before
+    the first estimate): the compensated F/T signal, i.e. the external wrench in the sensor's
+    sign convention.
     ``t2`` and ``contact`` are the monitor's per-sample output (zeros / False until trained).
     ``events`` lists what happened (``"contact_start"``, ``"contact_end"``,
     ``"payload_change"``, ``"monitor_trained"``).
@@ -114,20 +115,26 @@ class OnlineEstimator:
                                 self.estimate.offset, self.identifier.sign)
 
     def add(self, times: ArrayLike, twist: ArrayLike, proper_acceleration: ArrayLike,
-            wrench: ArrayLike) -> StepResult:
-        """Process a batch of N samples, oldest first: (N,) stamps, three (N, 6) arrays."""
+            wrench: ArrayLike, wrench_raw: ArrayLike | None = None) -> StepResult:
+        """Process a batch of N samples, oldest first: (N,) stamps, (N, 6) arrays.
+
+        ``wrench`` (filtered like the kinematics) enters the estimate; the contact monitor
+        tests ``wrench_raw`` (unfiltered, white noise; defaults to ``wrench``).
+        """
         t = np.asarray(times, dtype=float)
         v = np.atleast_2d(np.asarray(twist, dtype=float))
         a = np.atleast_2d(np.asarray(proper_acceleration, dtype=float))
         w = np.atleast_2d(np.asarray(wrench, dtype=float))
-        if not (v.shape == a.shape == w.shape == (t.size, 6)):
-            raise InertialIdError(f"batch shapes {t.shape} {v.shape} {a.shape} {w.shape} differ")
+        raw = w if wrench_raw is None else np.atleast_2d(np.asarray(wrench_raw, dtype=float))
+        if not (v.shape == a.shape == w.shape == raw.shape == (t.size, 6)):
+            raise InertialIdError(f"batch shapes {t.shape} {v.shape} {a.shape} {w.shape} "
+                                  f"{raw.shape} differ")
         events: list[str] = []
         residual = np.zeros_like(w)
         t2 = np.zeros(t.size)
         contact = np.zeros(t.size, dtype=bool)
         if self.estimate is not None:
-            residual = w - self.predict(v, a)
+            residual = raw - self.predict(v, a)
             if self.config.monitor and (self.monitor.ready or self.converged):
                 t2, contact = self._monitor(t, residual, events)
         keep = ~contact & (t > self._exclude_until)

@@ -26,7 +26,8 @@ class SyncedSamples:
 
     ``times`` (N,) s; ``position``, ``velocity``, ``acceleration`` (N, n) in rad, rad/s,
     rad/s^2 (or m for prismatic joints); ``wrench`` (N, 6) ``[fx, fy, fz, tx, ty, tz]`` as the
-    sensor reports it.
+    sensor reports it, filtered like the joints; ``wrench_raw`` (N, 6) unfiltered (its noise
+    stays white, which the contact monitor's statistics assume).
     """
 
     times: NDArray[np.float64]
@@ -34,6 +35,7 @@ class SyncedSamples:
     velocity: NDArray[np.float64]
     acceleration: NDArray[np.float64]
     wrench: NDArray[np.float64]
+    wrench_raw: NDArray[np.float64]
 
     def __len__(self) -> int:
         return int(self.times.size)
@@ -42,7 +44,7 @@ class SyncedSamples:
     def empty(cls, n_joints: int) -> SyncedSamples:
         """A batch with no samples."""
         z = np.empty((0, n_joints))
-        return cls(np.empty(0), z, z.copy(), z.copy(), np.empty((0, 6)))
+        return cls(np.empty(0), z, z.copy(), z.copy(), np.empty((0, 6)), np.empty((0, 6)))
 
 
 class FixedLagSynchronizer:
@@ -50,9 +52,9 @@ class FixedLagSynchronizer:
 
     ``window`` joint samples (odd) and polynomial ``order`` set the filter; the output lags the
     newest joint state by half a window. ``max_span`` (s) rejects windows that straddle a gap
-    in the joint states or in the wrenches. A stamp more than ``reset_jump`` seconds older than the newest one
-    (a bag restarting under simulated time) clears the buffers; other out-of-order or duplicate
-    stamps are dropped. ``counters`` records what was dropped and why.
+    in the joint states or in the wrenches. A stamp more than ``reset_jump`` seconds older
+    than the newest one (a bag restarting under simulated time) clears the buffers; other
+    out-of-order or duplicate stamps are dropped. ``counters`` records what was dropped, why.
     """
 
     def __init__(
@@ -196,10 +198,10 @@ class FixedLagSynchronizer:
         else:
             position, velocity, acceleration = local_polynomial(jt, q, at, self.order, (0, 1, 2))
         wrench_windows = index[:, None] + np.arange(-hw, hw + 1)
-        (wrench,) = local_polynomial(
-            wrench_t[wrench_windows], np.asarray(self._wrench_w)[wrench_windows], at, self.order
-        )
-        return SyncedSamples(at, position, velocity, acceleration, wrench)
+        wrenches = np.asarray(self._wrench_w)
+        (wrench,) = local_polynomial(wrench_t[wrench_windows], wrenches[wrench_windows], at,
+                                     self.order)
+        return SyncedSamples(at, position, velocity, acceleration, wrench, wrenches[index])
 
     def _prune(self, joint_t: NDArray[np.float64], half: int, hw: int) -> None:
         """Drop buffered samples that no future window can use."""

@@ -7,7 +7,7 @@ from typing import Any
 
 import rclpy
 from builtin_interfaces.msg import Time
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import (
@@ -19,6 +19,7 @@ from rclpy.qos import (
 from std_msgs.msg import String
 
 from inertial_id.core.errors import InertialIdError
+from inertial_id.settings import Param
 
 
 def sensor_qos(depth: int) -> QoSProfile:
@@ -61,6 +62,19 @@ def declare(
     return node.declare_parameter(name, default, descriptor).value
 
 
+_ARRAY_TYPES = {"string": ParameterType.PARAMETER_STRING_ARRAY,
+                "double": ParameterType.PARAMETER_DOUBLE_ARRAY}
+
+
+def declare_all(node: Node, params: Sequence[Param]) -> dict[str, Any]:
+    """Declare every parameter of a node's table (:mod:`inertial_id.settings`); their values."""
+    return {
+        p.name: declare(node, p.name, p.default, p.description,
+                        _ARRAY_TYPES[p.array_type] if p.array_type else None)
+        for p in params
+    }
+
+
 def to_seconds(stamp: Time) -> float:
     """A header stamp in seconds."""
     return stamp.sec + 1e-9 * stamp.nanosec
@@ -85,12 +99,12 @@ class RobotDescription:
     """Gets the URDF for a node: the ``urdf_path`` parameter, else the ``robot_description``
     parameter, else the latched ``robot_description`` topic (calls ``on_ready`` once)."""
 
-    def __init__(self, node: Node, on_ready: Callable[[str], None]) -> None:
+    def __init__(self, node: Node, values: dict[str, Any],
+                 on_ready: Callable[[str], None]) -> None:
         self._node = node
         self._on_ready = on_ready
         self._subscription = None
-        path = declare(node, "urdf_path", "", "URDF file; empty: use robot_description")
-        text = declare(node, "robot_description", "", "URDF text; empty: use the topic")
+        path, text = values["urdf_path"], values["robot_description"]
         if path or text:
             on_ready(path or text)
         else:
@@ -109,13 +123,6 @@ class RobotDescription:
             return
         self._node.destroy_subscription(self._subscription)
         self._subscription = None
-
-
-def locked_joints(names: Sequence[str], positions: Sequence[float]) -> dict[str, float]:
-    """The ``locked_joint_names`` / ``locked_joint_positions`` parameters as a mapping."""
-    check(len(names) == len(positions),
-          f"{len(names)} locked_joint_names but {len(positions)} locked_joint_positions")
-    return dict(zip(names, (float(p) for p in positions), strict=True))
 
 
 def run(node_factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:

@@ -30,6 +30,7 @@ def joint_samples_to_msg(
     msg.velocity = batch.velocity.ravel().tolist()
     msg.acceleration = batch.acceleration.ravel().tolist()
     msg.wrench = batch.wrench.ravel().tolist()
+    msg.wrench_raw = batch.wrench_raw.ravel().tolist()
     return msg
 
 
@@ -42,33 +43,37 @@ def joint_samples_from_msg(msg: JointSamples) -> SyncedSamples:
         velocity=_rows(msg.velocity, n),
         acceleration=_rows(msg.acceleration, n),
         wrench=_rows(msg.wrench, 6),
+        wrench_raw=_rows(msg.wrench_raw, 6),
     )
 
 
 def sensor_samples_to_msg(
-    times: NDArray[np.float64],
+    batch: SyncedSamples,
     twist: NDArray[np.float64],
     proper_acceleration: NDArray[np.float64],
-    wrench: NDArray[np.float64],
     frame_id: str,
 ) -> SensorSamples:
-    """Pack sensor-frame samples; the header stamp is the last sample's."""
+    """Pack sensor-frame samples of a batch; the header stamp is the last sample's."""
     msg = SensorSamples()
-    msg.header = Header(stamp=to_stamp(float(times[-1])), frame_id=frame_id)
-    msg.stamps = [to_stamp(float(t)) for t in times]
+    msg.header = Header(stamp=to_stamp(float(batch.times[-1])), frame_id=frame_id)
+    msg.stamps = [to_stamp(float(t)) for t in batch.times]
     msg.twist = twist.ravel().tolist()
     msg.proper_acceleration = proper_acceleration.ravel().tolist()
-    msg.wrench = wrench.ravel().tolist()
+    msg.wrench = batch.wrench.ravel().tolist()
+    msg.wrench_raw = batch.wrench_raw.ravel().tolist()
     return msg
 
 
-def sensor_samples_from_msg(
-    msg: SensorSamples,
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Times (N,), twists, proper accelerations and wrenches (N, 6)."""
-    times = np.array([to_seconds(s) for s in msg.stamps])
-    return (times, _rows(msg.twist, 6), _rows(msg.proper_acceleration, 6),
-            _rows(msg.wrench, 6))
+def sensor_samples_from_msg(msg: SensorSamples) -> dict[str, NDArray[np.float64]]:
+    """``times`` (N,) and ``twist``, ``proper_acceleration``, ``wrench``, ``wrench_raw``
+    (N, 6): the keyword arguments of :meth:`OnlineEstimator.add`."""
+    return {
+        "times": np.array([to_seconds(s) for s in msg.stamps]),
+        "twist": _rows(msg.twist, 6),
+        "proper_acceleration": _rows(msg.proper_acceleration, 6),
+        "wrench": _rows(msg.wrench, 6),
+        "wrench_raw": _rows(msg.wrench_raw, 6),
+    }
 
 
 def body_to_msg(body: BodyParameters, header: Header) -> InertialParameters:

@@ -8,15 +8,14 @@ pinocchio from the URDF, and the measured wrench, unchanged.
 
 from __future__ import annotations
 
-import numpy as np
-from rcl_interfaces.msg import ParameterType
 from rclpy.node import Node
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.kinematics import DEFAULT_GRAVITY, JointMapper, SensorKinematics
+from inertial_id.core.kinematics import JointMapper, SensorKinematics
 from inertial_id.msg import JointSamples, SensorSamples
-from inertial_id.nodes.common import RobotDescription, declare, locked_joints, pipeline_qos, run
+from inertial_id.nodes.common import RobotDescription, declare_all, pipeline_qos, run
 from inertial_id.nodes.conversions import joint_samples_from_msg, sensor_samples_to_msg
+from inertial_id.settings import KINEMATICS_PARAMS, kinematics_settings
 
 
 class Kinematics(Node):
@@ -24,29 +23,20 @@ class Kinematics(Node):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__("kinematics", **kwargs)
-        self.sensor_frame = declare(self, "sensor_frame", "ft_sensor",
-                                    "URDF frame of the F/T sensor's measurement origin")
-        self.gravity = declare(self, "gravity", list(DEFAULT_GRAVITY),
-                               "gravity in the URDF base frame, m/s^2")
-        self.locked = locked_joints(
-            declare(self, "locked_joint_names", [], "URDF joints held still",
-                    ParameterType.PARAMETER_STRING_ARRAY),
-            declare(self, "locked_joint_positions", [], "their positions, rad or m",
-                    ParameterType.PARAMETER_DOUBLE_ARRAY),
-        )
+        values = declare_all(self, KINEMATICS_PARAMS)
+        self.settings = kinematics_settings(values)
+        self.sensor_frame = self.settings.sensor_frame
         self.model: SensorKinematics | None = None
         self.mapper: JointMapper | None = None
         self.publisher = self.create_publisher(SensorSamples, "sensor_samples", pipeline_qos())
         self.create_subscription(JointSamples, "joint_samples", self.on_samples, pipeline_qos())
-        self.description = RobotDescription(self, self.configure)
+        self.description = RobotDescription(self, values, self.configure)
 
     def configure(self, urdf: str) -> None:
         """Load the model once the URDF is known (fails fast on a bad URDF or frame)."""
-        self.model = SensorKinematics(urdf, self.sensor_frame, self.gravity, self.locked)
+        self.model = self.settings.model(urdf)
         self.mapper = JointMapper(self.model.joint_names)
-        self.get_logger().info(
-            f"sensor frame {self.sensor_frame!r}, {self.model.nv} joints"
-        )
+        self.get_logger().info(f"sensor frame {self.sensor_frame!r}, {self.model.nv} joints")
 
     def on_samples(self, msg: JointSamples) -> None:
         if self.model is None or self.mapper is None or not msg.stamps:
@@ -66,9 +56,7 @@ class Kinematics(Node):
                 f"{self.sensor_frame!r}: the wrench must be expressed in the sensor frame",
                 throttle_duration_sec=10.0,
             )
-        self.publisher.publish(sensor_samples_to_msg(
-            batch.times, twist, proper, np.asarray(batch.wrench), self.sensor_frame
-        ))
+        self.publisher.publish(sensor_samples_to_msg(batch, twist, proper, self.sensor_frame))
 
 
 def main(args: list[str] | None = None) -> int:

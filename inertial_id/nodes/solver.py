@@ -24,54 +24,16 @@ from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.online import OnlineConfig, OnlineEstimator, StepResult
-from inertial_id.core.payload import PayloadConfig
+from inertial_id.core.online import OnlineEstimator, StepResult
 from inertial_id.msg import ContactAnomaly, InertialParameters, SensorSamples
-from inertial_id.nodes.common import declare, pipeline_qos, run, to_stamp
+from inertial_id.nodes.common import declare_all, pipeline_qos, run, to_stamp
 from inertial_id.nodes.conversions import (
     array_to_wrench,
     body_to_inertia_stamped,
     estimate_to_msg,
     sensor_samples_from_msg,
 )
-
-
-def _config(node: Node) -> OnlineConfig:
-    """The node's parameters as the core configuration (validated there)."""
-    p, o = PayloadConfig(), OnlineConfig()
-    payload = PayloadConfig(
-        wrench_sign=declare(node, "wrench_sign", p.wrench_sign,
-                            "payload_on_sensor (F/T sensors) or sensor_on_payload"),
-        force_noise_std=declare(node, "force_noise_std", p.force_noise_std,
-                                "F/T force noise std, N (weights force rows)"),
-        torque_noise_std=declare(node, "torque_noise_std", p.torque_noise_std,
-                                 "F/T torque noise std, N m (weights torque rows)"),
-        forgetting_factor=declare(node, "forgetting_factor", p.forgetting_factor,
-                                  "per-sample exponential forgetting in (0, 1]"),
-        window_samples=declare(node, "window_samples", p.window_samples,
-                               "> 0: estimate from the last N samples only"),
-        method=declare(node, "method", p.method, "lmi_sdp or least_squares"),
-        epsilon=declare(node, "epsilon", p.epsilon, "margin of J(pi) >= epsilon I, kg m^2"),
-    )
-    return OnlineConfig(
-        payload=payload,
-        min_samples=declare(node, "min_samples", o.min_samples, "samples before the first solve"),
-        converged_mass_std=declare(node, "converged_mass_std", o.converged_mass_std,
-                                   "relative mass std under which the estimate has converged"),
-        monitor=declare(node, "contact_detection", o.monitor, "run the T^2 contact monitor"),
-        confidence=declare(node, "confidence", o.confidence, "T^2 threshold confidence"),
-        training_samples=declare(node, "training_samples", o.training_samples,
-                                 "contact-free samples that learn the residual covariance"),
-        on_samples=declare(node, "on_samples", o.on_samples,
-                           "consecutive samples above the threshold that start a contact"),
-        off_samples=declare(node, "off_samples", o.off_samples,
-                            "consecutive samples below release * threshold that end it"),
-        release=declare(node, "release", o.release, "hysteresis factor of the threshold"),
-        gate_margin=declare(node, "gate_margin", o.gate_margin,
-                            "s around a contact whose samples are not used"),
-        payload_change_after=declare(node, "payload_change_after", o.payload_change_after,
-                                     "s of anomaly taken as a new payload (0: never)"),
-    )
+from inertial_id.settings import SOLVER_PARAMS, online_config
 
 
 class Solver(Node):
@@ -79,10 +41,10 @@ class Solver(Node):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__("solver", **kwargs)
-        self.online = OnlineEstimator(_config(self))
-        rate = declare(self, "publish_rate", 2.0, "estimates published per second (Hz)")
-        self.decimation = max(1, declare(self, "contact_decimation", 10,
-                                         "publish ~/contact every N samples"))
+        values = declare_all(self, SOLVER_PARAMS)
+        self.online = OnlineEstimator(online_config(values))
+        rate = values["publish_rate"]
+        self.decimation = max(1, values["contact_decimation"])
         self.frame_id = ""
         self.last_stamp = None
         self.status = (DiagnosticStatus.WARN, "waiting for samples")
@@ -121,8 +83,7 @@ class Solver(Node):
         if not msg.stamps:
             return
         try:
-            times, twist, proper, wrench = sensor_samples_from_msg(msg)
-            step = self.online.add(times, twist, proper, wrench)
+            step = self.online.add(**sensor_samples_from_msg(msg))
         except (InertialIdError, ValueError) as exc:
             self.get_logger().warn(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
             return

@@ -1,0 +1,226 @@
+"""Offline replay of a bag through the same core objects as the nodes.
+
+``inertial-id replay BAG`` reads joint states and wrenches with :mod:`inertial_id.bags`,
+builds the gatherer, kinematics and solver objects from the nodes' parameter file
+(:mod:`inertial_id.settings`) and runs them as a :class:`~inertial_id.core.pipeline.
+PayloadPipeline`, solving every ``1 / publish_rate`` seconds of bag time like the solver node
+under simulated time. The result is written as the YAML contract of DESIGN.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from tqdm import tqdm
+
+from inertial_id.bags import BagError, BagReader, JointStateSample
+from inertial_id.core.errors import InertialIdError, SampleError
+from inertial_id.core.estimators import Estimate
+from inertial_id.core.gathering import Gathering
+from inertial_id.core.online import OnlineEstimator
+from inertial_id.core.parameters import vector_from_symmetric
+from inertial_id.core.pipeline import PayloadPipeline
+from inertial_id.settings import gatherer_settings, kinematics_settings, online_config
+
+PROCESS_EVERY = 50
+"""Messages read between two passes of the pipeline (like the gatherer's batches)."""
+MAX_DROPPED_SHARE = 0.01
+"""Above this share of messages dropped for their stamps or joints, replay fails."""
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """What to replay and how; ``None`` leaves the parameter file's (or default) value."""
+
+    bag: Path
+    params: Path | None = None
+    urdf: str | None = None
+    sensor_frame: str | None = None
+    joint_states_topic: str | None = None
+    wrench_topic: str | None = None
+    wrench_sign: str | None = None
+    progress: bool = True
+
+
+@dataclass
+class ReplayResult:
+    """The final estimate, contacts (s since the first message) and what was processed."""
+
+    estimate: Estimate | None
+    frame: str
+    start_time: float
+    contacts: list[tuple[float, float]]
+    payload_changes: list[float]
+    samples_used: int
+    samples_processed: int
+    pipeline: PayloadPipeline
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def to_yaml(self) -> dict[str, Any]:
+        """The replay output contract (DESIGN.md)."""
+        doc: dict[str, Any] = {"estimate": None}
+        e = self.estimate
+        if e is not None:
+            doc["estimate"] = {
+                "frame": self.frame,
+                "mass": float(e.body.mass),
+                "com": [float(v) for v in e.body.com],
+                "inertia_com": [float(v) for v in vector_from_symmetric(e.body.inertia_com)],
+                "pi": [float(v) for v in e.pi],
+                "std": [float(v) for v in e.std],
+                "wrench_offset": [float(v) for v in e.offset],
+                "physically_consistent": bool(e.physically_consistent),
+            }
+        doc["contacts"] = [[round(a, 4), round(b, 4)] for a, b in self.contacts]
+        doc["samples_used"] = self.samples_used
+        return doc
+
+
+def load_params(path: Path | None) -> dict[str, dict[str, Any]]:
+    """``{node: {parameter: value}}`` from a nodes' parameter file (``ros__parameters``)."""
+    if path is None:
+        return {}
+    try:
+        doc = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise InertialIdError(f"cannot read parameter file {path}: {exc}") from exc
+    out = {}
+    for node, section in doc.items():
+        if not isinstance(section, Mapping) or "ros__parameters" not in section:
+            raise InertialIdError(f"{path}: section {node!r} has no ros__parameters")
+        out[node.lstrip("/").split("/")[-1]] = dict(section["ros__parameters"])
+    return out
+
+
+def _overridden(options: ReplayOptions, params: dict[str, dict[str, Any]]) -> None:
+    for node in ("gatherer", "kinematics", "solver"):
+        params.setdefault(node, {})
+    if options.urdf is not None:
+        params["gatherer"]["urdf_path"] = params["kinematics"]["urdf_path"] = options.urdf
+    if options.sensor_frame is not None:
+        params["kinematics"]["sensor_frame"] = options.sensor_frame
+    if options.wrench_sign is not None:
+        params["solver"]["wrench_sign"] = options.wrench_sign
+
+
+def _urdf(params: dict[str, Any], bag: BagReader) -> str:
+    urdf = params.get("urdf_path") or params.get("robot_description") or bag.robot_description()
+    if not urdf:
+        raise InertialIdError(f"{bag.path}: no URDF: give --urdf (the bag has no "
+                              "robot_description)")
+    return urdf
+
+
+def build_pipeline(params: dict[str, dict[str, Any]], urdf: str) -> PayloadPipeline:
+    """The pipeline of the three nodes from their parameters (see :mod:`settings`)."""
+    solver = dict(params["solver"])
+    rate = float(solver.pop("publish_rate", 2.0))
+    solver.pop("contact_decimation", None)
+    kinematics = {k: v for k, v in params["kinematics"].items()
+                  if k not in ("urdf_path", "robot_description")}
+    gatherer = {k: v for k, v in params["gatherer"].items()
+                if k not in ("urdf_path", "robot_description", "queue_depth", "publish_rate")}
+    return PayloadPipeline(
+        Gathering(urdf, gatherer_settings(gatherer)),
+        kinematics_settings(kinematics).model(urdf),
+        OnlineEstimator(online_config(solver)),
+        solve_period=1.0 / rate,
+    )
+
+
+def replay(options: ReplayOptions) -> ReplayResult:
+    """Run the pipeline over the bag; raises :class:`InertialIdError` on anything unusable."""
+    params = load_params(options.params)
+    _overridden(options, params)
+    with BagReader(options.bag, options.joint_states_topic, options.wrench_topic) as bag:
+        pipeline = build_pipeline(params, _urdf(params["kinematics"], bag))
+        dropped: dict[str, int] = {}
+        first: float | None = None
+        frame = ""
+        bar = tqdm(total=bag.message_count, unit="msg", disable=not options.progress,
+                   desc=f"replay {options.bag.name}", leave=False)
+        for k, message in enumerate(bag.messages()):
+            first = message.stamp if first is None else first
+            try:
+                if isinstance(message, JointStateSample):
+                    ok = pipeline.add_joint_state(message.stamp, message.names,
+                                                  message.position, message.velocity)
+                else:
+                    frame = frame or message.frame_id
+                    ok = pipeline.add_wrench(message.stamp, message.wrench)
+            except SampleError as exc:
+                key = str(exc)
+                dropped[key] = dropped.get(key, 0) + 1
+                ok = True
+            if not ok:
+                dropped["stamp out of order"] = dropped.get("stamp out of order", 0) + 1
+            if k % PROCESS_EVERY == 0:
+                pipeline.process()
+                bar.update(PROCESS_EVERY if k else 1)
+        bar.close()
+        total = bag.message_count
+    _check_dropped(options.bag, dropped, total)
+    estimate = pipeline.finish()
+    if pipeline.samples == 0:
+        raise BagError(f"{options.bag}: no synchronised samples: joint states and wrenches "
+                       "do not overlap in time")
+    start = first or 0.0
+    online = pipeline.online
+    return ReplayResult(
+        estimate=estimate,
+        frame=frame or pipeline.kinematics.sensor_frame,
+        start_time=start,
+        contacts=[(c.start - start, c.end - start) for c in online.contacts],
+        payload_changes=[t - start for t in online.payload_changes],
+        samples_used=int(round(online.identifier.statistics.samples)),
+        samples_processed=pipeline.samples,
+        pipeline=pipeline,
+        dropped=dropped,
+    )
+
+
+def _check_dropped(bag: Path, dropped: dict[str, int], total: int) -> None:
+    count = sum(dropped.values())
+    if total and count > MAX_DROPPED_SHARE * total:
+        worst = max(dropped, key=dropped.__getitem__)
+        raise BagError(f"{bag}: {count} of {total} messages unusable, mostly: {worst} "
+                       f"({dropped[worst]} times)")
+
+
+def write_yaml(result: ReplayResult, path: Path) -> None:
+    """Write :meth:`ReplayResult.to_yaml` to ``path``."""
+    Path(path).write_text(yaml.safe_dump(result.to_yaml(), sort_keys=False))
+
+
+def summary_lines(result: ReplayResult) -> list[str]:
+    """A short human-readable summary of a replay."""
+    e = result.estimate
+    lines = [f"samples processed {result.samples_processed}, used {result.samples_used}"]
+    if e is None:
+        return [*lines, "no estimate (too few samples?)"]
+    std = e.std
+    lines += [
+        f"mass   {e.body.mass:.4f} kg (sigma {std[0]:.2g})",
+        "CoM    [" + ", ".join(f"{v:.4f}" for v in e.body.com) + "] m, sensor frame "
+        f"{result.frame}",
+        "I_com  [" + ", ".join(f"{v:.3g}" for v in vector_from_symmetric(e.body.inertia_com))
+        + "] kg m^2 (xx xy xz yy yz zz)",
+        "offset [" + ", ".join(f"{v:.3f}" for v in e.offset) + "] N, N m",
+        f"physically consistent {e.physically_consistent} (min eig J "
+        f"{e.min_eigenvalue:.2e}), condition number {e.condition_number:.1f}",
+        f"contacts {len(result.contacts)}"
+        + "".join(f"\n  {a:8.3f} .. {b:8.3f} s" for a, b in result.contacts),
+    ]
+    if result.payload_changes:
+        lines.append("payload changes at " + ", ".join(f"{t:.2f} s"
+                                                       for t in result.payload_changes))
+    if result.dropped:
+        lines.append("dropped: " + "; ".join(f"{k} x{v}" for k, v in result.dropped.items()))
+    if np.any(~np.asarray(result.pipeline.history.consistent, dtype=bool)):
+        lines.append("warning: some intermediate estimates were not physically consistent")
+    return lines
