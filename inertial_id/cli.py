@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+
+from inertial_id.core.regressor import WRENCH_SIGNS
 
 DESCRIPTION = """\
 Identify the inertial parameters (mass, centre of mass, inertia) of a payload carried
@@ -32,6 +35,90 @@ def _floats(count: int):  # noqa: ANN202 - argparse type factory
     return parse
 
 
+REPLAY_HELP = """\
+Replay a bag (.db3 or .mcap, a ROS 2 bag directory) offline through the same core objects as
+the gatherer, kinematics and solver nodes, with the nodes' parameter file. No ROS runtime is
+needed. Topics are found by type (sensor_msgs/JointState, geometry_msgs/WrenchStamped) unless
+named; the URDF comes from --urdf, the parameter file, or the bag's robot_description. Prints
+the final estimate and contacts; --output writes them as YAML (the stable contract), --report
+writes plots and a summary. Exit status 0, or 3 when the bag or the parameters are unusable."""
+
+SIMULATE_HELP = """\
+Write a synthetic bag of the bundled arm (or any URDF with --urdf and --sensor-frame) moving a
+known payload: /joint_states, /wrench (payload-on-sensor convention, with noise and bias),
+/robot_description, plus ground_truth.yaml in the bag directory. Contacts and a payload
+change can be injected."""
+
+PLAY_HELP = """\
+Publish a bag's messages on live ROS 2 topics at their recorded pace (scaled by --rate), with
+/clock, so the nodes can be tuned live with use_sim_time:=true."""
+
+
+def _contact(text: str) -> tuple[float, ...]:
+    values = _floats(5)(text)
+    if values[1] <= 0:
+        raise argparse.ArgumentTypeError("the contact duration must be positive")
+    return tuple(values)
+
+
+def _add_replay(sub: argparse._SubParsersAction) -> None:
+    replay = sub.add_parser("replay", help="offline replay of a bag, YAML result and report",
+                            description=REPLAY_HELP,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    replay.add_argument("bag", type=Path, help="bag directory (or .mcap/.db3 file)")
+    replay.add_argument("--params", type=Path, metavar="YAML",
+                        help="the nodes' parameter file (e.g. config/inertial_id.yaml)")
+    replay.add_argument("--urdf", help="URDF file (overrides the parameter file and the bag)")
+    replay.add_argument("--sensor-frame", help="URDF frame of the F/T sensor")
+    replay.add_argument("--joint-states-topic", help="sensor_msgs/JointState topic")
+    replay.add_argument("--wrench-topic", help="geometry_msgs/WrenchStamped topic")
+    replay.add_argument("--wrench-sign", choices=sorted(WRENCH_SIGNS),
+                        help="what the wrench message measures (default payload_on_sensor)")
+    replay.add_argument("--output", type=Path, metavar="OUT.yaml",
+                        help="write the final estimate and contacts here")
+    replay.add_argument("--report", type=Path, metavar="DIR",
+                        help="write PNG plots and summary.md into this directory")
+    replay.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_simulate(sub: argparse._SubParsersAction) -> None:
+    sim = sub.add_parser("simulate", help="write a synthetic bag with a known payload",
+                         description=SIMULATE_HELP,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    sim.add_argument("--output", type=Path, required=True, metavar="BAG",
+                     help="bag directory to create")
+    sim.add_argument("--duration", type=float, default=30.0, help="seconds (default 30)")
+    sim.add_argument("--storage", choices=("mcap", "db3"), default="mcap")
+    sim.add_argument("--urdf", help="URDF file (default: the bundled arm)")
+    sim.add_argument("--sensor-frame", default="ft_sensor", help="F/T frame of the URDF")
+    sim.add_argument("--mass", type=float, default=1.5, help="payload mass, kg")
+    sim.add_argument("--com", type=_floats(3), default=[0.012, -0.018, 0.065],
+                     metavar="'X Y Z'", help="payload CoM, m, sensor frame")
+    sim.add_argument("--inertia", type=_floats(6), metavar="'XX XY XZ YY YZ ZZ'",
+                     help="payload inertia about its CoM, kg m^2 (default: a 12x8x16 cm box)")
+    sim.add_argument("--offset", type=_floats(6), metavar="'FX FY FZ TX TY TZ'",
+                     help="F/T bias, N and N m")
+    sim.add_argument("--force-noise", type=float, default=0.08, help="N (default 0.08)")
+    sim.add_argument("--torque-noise", type=float, default=0.004, help="N m (default 0.004)")
+    sim.add_argument("--contact", type=_contact, action="append", default=[],
+                     metavar="'START DURATION FX FY FZ'",
+                     help="an external force on the payload (repeatable)")
+    sim.add_argument("--payload-change", type=_floats(5), metavar="'TIME MASS CX CY CZ'",
+                     help="from TIME on the robot holds another payload")
+    sim.add_argument("--wrench-rate", type=float, default=1000.0, help="Hz (default 1000)")
+    sim.add_argument("--joint-state-rate", type=float, default=500.0, help="Hz (default 500)")
+    sim.add_argument("--seed", type=int, default=0, help="noise seed")
+
+
+def _add_play(sub: argparse._SubParsersAction) -> None:
+    play = sub.add_parser("play", help="publish a bag on live topics with /clock",
+                          description=PLAY_HELP,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    play.add_argument("bag", type=Path, help="bag directory (or .mcap/.db3 file)")
+    play.add_argument("--rate", type=float, default=1.0, help="speed factor (default 1)")
+    play.add_argument("--loop", action="store_true", help="start again at the end")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``inertial-id`` and its subcommands."""
     parser = argparse.ArgumentParser(
@@ -54,21 +141,97 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--joint-state-rate", type=float, default=250.0,
                       help="simulated joint state rate, Hz (default: %(default)s)")
     demo.add_argument("--seed", type=int, default=0, help="noise seed (default: %(default)s)")
+    _add_replay(sub)
+    _add_simulate(sub)
+    _add_play(sub)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``inertial-id``."""
-    args = build_parser().parse_args(argv)
-    if args.command == "demo":
-        from inertial_id.nodes.demo import DemoOptions, run_demo
+def _demo(args: argparse.Namespace) -> int:
+    from inertial_id.nodes.demo import DemoOptions, run_demo
 
-        return run_demo(DemoOptions(
-            duration=args.duration, mass=args.mass, com=args.com, inertia=args.inertia,
-            wrench_rate=args.wrench_rate, joint_state_rate=args.joint_state_rate,
-            seed=args.seed,
-        ))
-    raise AssertionError(f"unhandled command {args.command}")
+    return run_demo(DemoOptions(
+        duration=args.duration, mass=args.mass, com=args.com, inertia=args.inertia,
+        wrench_rate=args.wrench_rate, joint_state_rate=args.joint_state_rate, seed=args.seed,
+    ))
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from inertial_id.replay import ReplayOptions, replay, summary_lines, write_yaml
+
+    result = replay(ReplayOptions(
+        bag=args.bag, params=args.params, urdf=args.urdf, sensor_frame=args.sensor_frame,
+        joint_states_topic=args.joint_states_topic, wrench_topic=args.wrench_topic,
+        wrench_sign=args.wrench_sign, progress=not args.no_progress,
+    ))
+    print("\n".join(summary_lines(result)))
+    if args.output:
+        write_yaml(result, args.output)
+        print(f"wrote {args.output}")
+    if args.report:
+        from inertial_id.report import write_report
+
+        truth = _ground_truth(args.bag)
+        args.report.mkdir(parents=True, exist_ok=True)
+        for path in write_report(result, args.report, truth):
+            print(f"wrote {path}")
+    return 0 if result.estimate is not None else 3
+
+
+def _ground_truth(bag: Path) -> dict | None:
+    """The ground truth a synthetic bag carries, if any."""
+    import yaml
+
+    path = (bag if bag.is_dir() else bag.parent) / "ground_truth.yaml"
+    return yaml.safe_load(path.read_text()) if path.is_file() else None
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from inertial_id.core.parameters import BodyParameters
+    from inertial_id.core.simulation import DEFAULT_OFFSET, Contact, default_payload
+    from inertial_id.synthetic import SimulateOptions, simulate_bag
+
+    inertia = args.inertia or default_payload().inertia_com * args.mass / default_payload().mass
+    change = None
+    if args.payload_change:
+        time_, mass, *com = args.payload_change
+        change = (time_, BodyParameters.from_mass_com_inertia(
+            mass, com, default_payload().inertia_com * mass / default_payload().mass))
+    path = simulate_bag(args.output, SimulateOptions(
+        duration=args.duration, wrench_rate=args.wrench_rate,
+        joint_state_rate=args.joint_state_rate, urdf=args.urdf, sensor_frame=args.sensor_frame,
+        payload=BodyParameters.from_mass_com_inertia(args.mass, args.com, inertia),
+        offset=tuple(args.offset or DEFAULT_OFFSET), force_noise_std=args.force_noise,
+        torque_noise_std=args.torque_noise,
+        contacts=tuple(Contact(c[0], c[1], tuple(c[2:5])) for c in args.contact),
+        payload_change=change, seed=args.seed, storage=args.storage,
+    ))
+    print(f"wrote {path} ({args.duration:g} s, ground truth in {path / 'ground_truth.yaml'})")
+    return 0
+
+
+def _play(args: argparse.Namespace) -> int:
+    from inertial_id.nodes.player import play_bag
+
+    return play_bag(args.bag, rate=args.rate, loop=args.loop)
+
+
+COMMANDS = {"demo": _demo, "replay": _replay, "simulate": _simulate, "play": _play}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``inertial-id``; exit status 3 on unusable input, with a message."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from inertial_id.core.errors import InertialIdError
+
+    try:
+        return COMMANDS[args.command](args)
+    except InertialIdError as exc:
+        print(f"inertial-id {args.command}: error: {exc}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

@@ -76,7 +76,7 @@ class ReplayResult:
                 "wrench_offset": [float(v) for v in e.offset],
                 "physically_consistent": bool(e.physically_consistent),
             }
-        doc["contacts"] = [[round(a, 4), round(b, 4)] for a, b in self.contacts]
+        doc["contacts"] = [[round(float(a), 4), round(float(b), 4)] for a, b in self.contacts]
         doc["samples_used"] = self.samples_used
         return doc
 

@@ -1,0 +1,103 @@
+"""``inertial-id play``: publish a bag on live topics with /clock (``ros2 bag play`` stand-in).
+
+Each recorded message is published as its recorded CDR bytes, at its recorded pace scaled by
+``rate``, on a topic of the same name and type; ``/clock`` follows the recording's log time so
+nodes running with ``use_sim_time:=true`` see the bag's time. Topics whose message type is not
+installed are skipped with a warning; ``robot_description`` is latched.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from pathlib import Path
+
+import rclpy
+from rclpy.node import Node
+from rclpy.publisher import Publisher
+from rosbags.highlevel import AnyReader
+from rosgraph_msgs.msg import Clock
+
+from inertial_id.bags import TYPESTORE, BagError
+from inertial_id.nodes.common import latched_qos, pipeline_qos, to_stamp
+
+CLOCK_PERIOD = 0.001
+"""Bag seconds between two /clock messages (at most)."""
+
+
+def message_class(msgtype: str) -> type | None:
+    """The rclpy class of ``pkg/msg/Name``, or None when it is not installed."""
+    package, _, name = msgtype.split("/")
+    try:
+        return getattr(importlib.import_module(f"{package}.msg"), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+class Player(Node):
+    """Publishes one bag; see the module docstring."""
+
+    def __init__(self, bag: Path, rate: float) -> None:
+        super().__init__("bag_player")
+        if rate <= 0:
+            raise BagError("the play rate must be positive")
+        self.bag = bag
+        self.rate = rate
+        self.clock_pub = self.create_publisher(Clock, "/clock", pipeline_qos(10))
+        self.publishers_by_topic: dict[str, Publisher] = {}
+
+    def _publisher(self, topic: str, msgtype: str) -> Publisher | None:
+        if topic not in self.publishers_by_topic:
+            cls = message_class(msgtype)
+            if cls is None:
+                self.get_logger().warn(f"skipping {topic}: type {msgtype} is not installed")
+                self.publishers_by_topic[topic] = None  # type: ignore[assignment]
+            else:
+                qos = latched_qos() if topic.endswith("robot_description") else pipeline_qos(1000)
+                self.publishers_by_topic[topic] = self.create_publisher(cls, topic, qos)
+        return self.publishers_by_topic[topic]
+
+    def play_once(self) -> int:
+        """Publish every message once, paced; returns the number published."""
+        if not self.bag.exists():
+            raise BagError(f"{self.bag}: no such bag")
+        count = 0
+        try:
+            with AnyReader([self.bag], default_typestore=TYPESTORE) as reader:
+                start_log = reader.start_time
+                start_wall = time.monotonic()
+                last_clock = -float("inf")
+                for connection, log_time, raw in reader.messages():
+                    if not rclpy.ok():
+                        break
+                    bag_time = (log_time - start_log) * 1e-9
+                    delay = start_wall + bag_time / self.rate - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                    if bag_time - last_clock >= CLOCK_PERIOD:
+                        self.clock_pub.publish(Clock(clock=to_stamp(log_time * 1e-9)))
+                        last_clock = bag_time
+                    publisher = self._publisher(connection.topic, connection.msgtype)
+                    if publisher is not None:
+                        publisher.publish(bytes(raw))
+                        count += 1
+        except BagError:
+            raise
+        except Exception as exc:  # rosbags raises several types for damaged bags
+            raise BagError(f"{self.bag}: cannot read the bag: {exc}") from exc
+        return count
+
+
+def play_bag(bag: Path, rate: float = 1.0, loop: bool = False) -> int:
+    """Play ``bag`` (again and again with ``loop``); exit status 0."""
+    rclpy.init()
+    try:
+        player = Player(Path(bag), rate)
+        while True:
+            count = player.play_once()
+            player.get_logger().info(f"published {count} messages from {bag}")
+            if not loop or not rclpy.ok():
+                return 0
+    finally:
+        if rclpy.ok():
+            rclpy.shutdown()
