@@ -10,12 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from inertial_id.core.simulation import Contact
-from diagnostic_msgs.msg import DiagnosticArray
-
 from inertial_id.msg import ContactAnomaly, InertialParameters
 from inertial_id.replay import ReplayOptions, replay
 from inertial_id.synthetic import SimulateOptions, simulate_bag
