@@ -64,6 +64,7 @@ SOLVER_PARAMS = (
     Param("window_samples", _P.window_samples, "> 0: estimate from the last N samples only"),
     Param("method", _P.method, "lmi_sdp or least_squares"),
     Param("epsilon", _P.epsilon, "margin of J(pi) >= epsilon I, kg m^2"),
+    Param("solve_timeout", 0.2, "s: a slower solve fails and the last estimate stays (0: none)"),
     Param("min_samples", _O.min_samples, "samples before the first solve"),
     Param("converged_mass_std", _O.converged_mass_std,
           "relative mass std under which the estimate has converged"),
@@ -139,6 +140,7 @@ def online_config(values: Mapping[str, Any]) -> OnlineConfig:
         forgetting_factor=float(v["forgetting_factor"]),
         window_samples=int(v["window_samples"]), method=v["method"],
         epsilon=float(v["epsilon"]),
+        solve_timeout=float(v["solve_timeout"]) or None,
     )
     return OnlineConfig(
         payload=payload, min_samples=int(v["min_samples"]),

@@ -190,8 +190,9 @@ class ConsistentEstimator:
       (in units of the weighted squared residual) and the prior must be consistent.
 
     ``known_offset`` fixes the F/T offset (e.g. zeros for a tared sensor) instead of
-    estimating it. The cvxpy problem is built once with parameters (DPP); :meth:`set_prior`
-    and new statistics only change parameter values, so a re-solve never recompiles.
+    estimating it. ``time_limit`` (s) bounds a solve; running out is a :class:`SolverError`.
+    The cvxpy problem is built once with parameters (DPP); :meth:`set_prior` and new
+    statistics only change parameter values, so a re-solve never recompiles.
     """
 
     method = "lmi_sdp"
@@ -204,6 +205,7 @@ class ConsistentEstimator:
         regularization: str = "euclidean",
         constraints: Constraints | None = None,
         known_offset: ArrayLike | None = None,
+        time_limit: float | None = None,
         solver: str = "CLARABEL",
     ) -> None:
         if regularization not in REGULARIZATIONS:
@@ -213,6 +215,7 @@ class ConsistentEstimator:
         self.constraints = constraints or Constraints()
         self.known_offset = None if known_offset is None else np.asarray(known_offset, float)
         self.solver = solver
+        self.time_limit = time_limit
         # The solver works on x_s = S^-1 x, in units of a mass M and a length L chosen per
         # solve, so that J(pi) = M T J(pi_s) T with T = diag(L, L, L, 1) has entries near one
         # whatever the payload's size (a 9 g ruler has eigenvalues of J near 1e-8 kg m^2).
@@ -313,8 +316,9 @@ class ConsistentEstimator:
         """The consistent estimate; raises :class:`SolverError` when none is found."""
         _require_rows(stats)
         scale = self._update_parameters(stats)
+        options = {} if self.time_limit is None else {"time_limit": self.time_limit}
         try:
-            self._problem.solve(solver=self.solver)
+            self._problem.solve(solver=self.solver, **options)
         except cp.error.SolverError as exc:
             raise SolverError(f"SDP solver {self.solver} failed: {exc}") from exc
         if self._problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or self._x.value is None:

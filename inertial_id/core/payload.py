@@ -39,6 +39,7 @@ class PayloadConfig:
     ``lmi_sdp`` (consistent) or ``least_squares``. ``prior``, ``prior_weight``,
     ``regularization`` and ``constraints`` go to :class:`ConsistentEstimator`.
     ``known_offset``: a fixed F/T offset (e.g. zeros for a tared sensor); None estimates it.
+    ``solve_timeout`` (s): a slower SDP solve fails (and the last estimate stays).
     """
 
     wrench_sign: str = "payload_on_sensor"
@@ -54,6 +55,7 @@ class PayloadConfig:
     regularization: str = "euclidean"
     constraints: Constraints = field(default_factory=Constraints)
     known_offset: tuple[float, ...] | None = None
+    solve_timeout: float | None = None
 
     def __post_init__(self) -> None:
         wrench_sign(self.wrench_sign)
@@ -82,7 +84,7 @@ class PayloadIdentifier:
         self._sdp = ConsistentEstimator(
             epsilon=c.epsilon, prior=c.prior, prior_weight=c.prior_weight,
             regularization=c.regularization, constraints=c.constraints,
-            known_offset=c.known_offset,
+            known_offset=c.known_offset, time_limit=c.solve_timeout,
         )
         self.reset()
 

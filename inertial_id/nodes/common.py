@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import rclpy
 from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
@@ -16,7 +18,7 @@ from rclpy.qos import (
     QoSProfile,
     ReliabilityPolicy,
 )
-from std_msgs.msg import String
+from std_msgs.msg import Header, String
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.settings import Param
@@ -143,3 +145,50 @@ def run(node_factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
         if rclpy.ok():
             rclpy.shutdown()
     return 0
+
+
+StatusFn = Callable[[], tuple[bytes, str, dict[str, str]]]
+
+
+class Diagnostics:
+    """Publishes a node's status on ``/diagnostics`` every ``period`` seconds.
+
+    ``status`` returns ``(level, message, values)``; the name is ``<node>: <what>``.
+    """
+
+    def __init__(self, node: Node, what: str, status: StatusFn, period: float = 1.0) -> None:
+        self._node = node
+        self._name = f"{node.get_name()}: {what}"
+        self._status = status
+        self.hardware_id = ""
+        self._publisher = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        node.create_timer(period, self.publish)
+
+    def publish(self) -> None:
+        """Publish the current status now."""
+        level, message, values = self._status()
+        status = DiagnosticStatus(
+            level=level, name=self._name, message=message, hardware_id=self.hardware_id,
+            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        )
+        stamp = self._node.get_clock().now().to_msg()
+        self._publisher.publish(DiagnosticArray(header=Header(stamp=stamp), status=[status]))
+
+
+class Silence:
+    """Tracks when a topic last delivered, in wall time (a silent input is a WARN)."""
+
+    def __init__(self, timeout: float = 1.0) -> None:
+        self.timeout = timeout
+        self._last: float | None = None
+        self.count = 0
+
+    def tick(self) -> None:
+        """A message arrived."""
+        self._last = time.monotonic()
+        self.count += 1
+
+    @property
+    def silent(self) -> bool:
+        """No message for ``timeout`` seconds (or never)."""
+        return self._last is None or time.monotonic() - self._last > self.timeout

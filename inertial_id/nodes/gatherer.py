@@ -9,6 +9,9 @@ from a fixed-lag Savitzky-Golay filter applied alike to both signals
 
 from __future__ import annotations
 
+from collections import Counter
+
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -17,7 +20,9 @@ from inertial_id.core.errors import InertialIdError
 from inertial_id.core.gathering import Gathering
 from inertial_id.msg import JointSamples
 from inertial_id.nodes.common import (
+    Diagnostics,
     RobotDescription,
+    Silence,
     declare_all,
     pipeline_qos,
     run,
@@ -37,6 +42,10 @@ class Gatherer(Node):
         self.settings = gatherer_settings(values)
         self.gathering: Gathering | None = None
         self.frame_id = ""
+        self.joint_input, self.wrench_input = Silence(), Silence()
+        self.rejected: Counter[str] = Counter()
+        self.published = 0
+        self.diagnostics = Diagnostics(self, "synchronisation", self.status)
         self.publisher = self.create_publisher(JointSamples, "joint_samples", pipeline_qos())
         qos = sensor_qos(values["queue_depth"])
         self.create_subscription(JointState, "joint_states", self.on_joint_state, qos)
@@ -50,28 +59,50 @@ class Gatherer(Node):
         names = self.gathering.joint_names
         self.get_logger().info(f"gathering {len(names)} joints: {', '.join(names)}")
 
+    def status(self) -> tuple[bytes, str, dict[str, str]]:
+        """Diagnostics: inputs, outputs, what was dropped and why."""
+        values = {"joint_states_received": str(self.joint_input.count),
+                  "wrenches_received": str(self.wrench_input.count),
+                  "samples_published": str(self.published)}
+        dropped = Counter(self.rejected)
+        if self.gathering is not None:
+            dropped.update(self.gathering.synchronizer.counters)
+        values.update({f"dropped_{k}": str(v) for k, v in dropped.items()})
+        if self.gathering is None:
+            return DiagnosticStatus.WARN, "waiting for the URDF", values
+        silent = [name for name, s in (("joint_states", self.joint_input),
+                                       ("wrench", self.wrench_input)) if s.silent]
+        if silent:
+            return DiagnosticStatus.WARN, f"no data on {', '.join(silent)}", values
+        return DiagnosticStatus.OK, "synchronising", values
+
     def on_joint_state(self, msg: JointState) -> None:
+        self.joint_input.tick()
         if self.gathering is None:
             return
         try:
             self.gathering.add_joint_state(to_seconds(msg.header.stamp), msg.name,
                                            msg.position, msg.velocity)
         except InertialIdError as exc:
+            self.rejected["joint_state_invalid"] += 1
             self.get_logger().warn(f"joint state dropped: {exc}", throttle_duration_sec=2.0)
 
     def on_wrench(self, msg: WrenchStamped) -> None:
+        self.wrench_input.tick()
         if self.gathering is None:
             return
-        self.frame_id = msg.header.frame_id
+        self.frame_id = self.diagnostics.hardware_id = msg.header.frame_id
         try:
             self.gathering.add_wrench(to_seconds(msg.header.stamp), wrench_to_array(msg.wrench))
         except InertialIdError as exc:
+            self.rejected["wrench_invalid"] += 1
             self.get_logger().warn(f"wrench dropped: {exc}", throttle_duration_sec=2.0)
 
     def publish_ready(self) -> None:
         if self.gathering is None:
             return
         batch = self.gathering.pop_ready()
+        self.published += len(batch)
         if len(batch):
             self.publisher.publish(
                 joint_samples_to_msg(batch, self.gathering.joint_names, self.frame_id)

@@ -8,12 +8,20 @@ pinocchio from the URDF, and the measured wrench, unchanged.
 
 from __future__ import annotations
 
+from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.node import Node
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.kinematics import JointMapper, SensorKinematics
 from inertial_id.msg import JointSamples, SensorSamples
-from inertial_id.nodes.common import RobotDescription, declare_all, pipeline_qos, run
+from inertial_id.nodes.common import (
+    Diagnostics,
+    RobotDescription,
+    Silence,
+    declare_all,
+    pipeline_qos,
+    run,
+)
 from inertial_id.nodes.conversions import joint_samples_from_msg, sensor_samples_to_msg
 from inertial_id.settings import KINEMATICS_PARAMS, kinematics_settings
 
@@ -28,6 +36,9 @@ class Kinematics(Node):
         self.sensor_frame = self.settings.sensor_frame
         self.model: SensorKinematics | None = None
         self.mapper: JointMapper | None = None
+        self.input = Silence()
+        self.samples_in = self.samples_out = self.dropped = 0
+        Diagnostics(self, "sensor kinematics", self.status)
         self.publisher = self.create_publisher(SensorSamples, "sensor_samples", pipeline_qos())
         self.create_subscription(JointSamples, "joint_samples", self.on_samples, pipeline_qos())
         self.description = RobotDescription(self, values, self.configure)
@@ -38,7 +49,20 @@ class Kinematics(Node):
         self.mapper = JointMapper(self.model.joint_names)
         self.get_logger().info(f"sensor frame {self.sensor_frame!r}, {self.model.nv} joints")
 
+    def status(self) -> tuple[bytes, str, dict[str, str]]:
+        """Diagnostics: samples in, out and dropped."""
+        values = {"samples_received": str(self.samples_in),
+                  "samples_published": str(self.samples_out),
+                  "samples_dropped": str(self.dropped)}
+        if self.model is None:
+            return DiagnosticStatus.WARN, "waiting for the URDF", values
+        if self.input.silent:
+            return DiagnosticStatus.WARN, "no joint samples", values
+        return DiagnosticStatus.OK, f"sensor frame {self.sensor_frame}", values
+
     def on_samples(self, msg: JointSamples) -> None:
+        self.input.tick()
+        self.samples_in += len(msg.stamps)
         if self.model is None or self.mapper is None or not msg.stamps:
             return
         try:
@@ -48,6 +72,7 @@ class Kinematics(Node):
                 batch.position[:, order], batch.velocity[:, order], batch.acceleration[:, order]
             )
         except (InertialIdError, ValueError) as exc:
+            self.dropped += len(msg.stamps)
             self.get_logger().warn(f"joint samples dropped: {exc}", throttle_duration_sec=2.0)
             return
         if msg.header.frame_id not in ("", self.sensor_frame):
@@ -57,6 +82,7 @@ class Kinematics(Node):
                 throttle_duration_sec=10.0,
             )
         self.publisher.publish(sensor_samples_to_msg(batch, twist, proper, self.sensor_frame))
+        self.samples_out += len(batch)
 
 
 def main(args: list[str] | None = None) -> int:

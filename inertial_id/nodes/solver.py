@@ -14,10 +14,11 @@ A failed solve keeps the last good estimate; nothing physically inconsistent is 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
 from rclpy.node import Node
 from std_msgs.msg import Header
@@ -26,7 +27,7 @@ from std_srvs.srv import Trigger
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.online import OnlineEstimator, StepResult
 from inertial_id.msg import ContactAnomaly, InertialParameters, SensorSamples
-from inertial_id.nodes.common import declare_all, pipeline_qos, run, to_stamp
+from inertial_id.nodes.common import Diagnostics, declare_all, pipeline_qos, run, to_stamp
 from inertial_id.nodes.conversions import (
     array_to_wrench,
     body_to_inertia_stamped,
@@ -48,13 +49,16 @@ class Solver(Node):
         self.frame_id = ""
         self.last_stamp = None
         self.status = (DiagnosticStatus.WARN, "waiting for samples")
+        self.samples_received = 0
+        self.latencies: deque[float] = deque(maxlen=20000)
         self._since_contact_msg = 0
         self._was_in_contact = False
         self.parameters_pub = self.create_publisher(InertialParameters, "~/parameters", 10)
         self.inertia_pub = self.create_publisher(InertiaStamped, "~/inertia", 10)
         self.contact_pub = self.create_publisher(ContactAnomaly, "~/contact", 100)
         self.external_pub = self.create_publisher(WrenchStamped, "~/external_wrench", 100)
-        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.diagnostics = Diagnostics(self, "payload estimate", self.diagnostic_status,
+                                       period=1.0 / rate)
         self.create_subscription(SensorSamples, "sensor_samples", self.on_samples, pipeline_qos())
         self.create_timer(1.0 / rate, self.solve_and_publish)
         for name, action in (("reset", self.online.reset), ("tare", self.online.tare),
@@ -83,11 +87,15 @@ class Solver(Node):
         if not msg.stamps:
             return
         try:
-            step = self.online.add(**sensor_samples_from_msg(msg))
+            samples = sensor_samples_from_msg(msg)
+            step = self.online.add(**samples)
         except (InertialIdError, ValueError) as exc:
             self.get_logger().warn(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
             return
-        self.frame_id = msg.header.frame_id
+        now = self.get_clock().now().nanoseconds * 1e-9
+        self.latencies.extend(now - samples["times"])
+        self.samples_received += len(msg.stamps)
+        self.frame_id = self.diagnostics.hardware_id = msg.header.frame_id
         self.last_stamp = msg.header.stamp
         for event in step.events:
             self.get_logger().info(f"{event} at t = {step.times[-1]:.3f} s")
@@ -121,7 +129,6 @@ class Solver(Node):
         except InertialIdError as exc:
             self.status = (DiagnosticStatus.ERROR, f"solve failed, keeping last: {exc}")
             self.get_logger().warn(self.status[1], throttle_duration_sec=5.0)
-        self.publish_diagnostics()
         estimate = self.online.estimate
         if estimate is None or not estimate.physically_consistent:
             return
@@ -141,13 +148,18 @@ class Solver(Node):
             return DiagnosticStatus.WARN, "converging"
         return DiagnosticStatus.OK, "converged"
 
-    def publish_diagnostics(self) -> None:
+    def diagnostic_status(self) -> tuple[bytes, str, dict[str, str]]:
+        """Diagnostics: state, counts, latency (stamp to use), the estimate's key numbers."""
         level, message = self.status
         online = self.online
-        values = {"samples": f"{online.identifier.statistics.samples:.0f}",
+        values = {"samples_received": str(self.samples_received),
+                  "samples_used": f"{online.identifier.statistics.samples:.0f}",
                   "contacts": str(len(online.contacts)),
                   "payload_changes": str(len(online.payload_changes)),
                   "t2_threshold": f"{online.monitor.threshold:.3g}"}
+        if self.latencies:
+            p50, p99 = np.percentile(np.asarray(self.latencies), [50, 99]) * 1e3
+            values.update({"latency_p50_ms": f"{p50:.2f}", "latency_p99_ms": f"{p99:.2f}"})
         if online.estimate is not None:
             e = online.estimate
             values.update({
@@ -157,15 +169,7 @@ class Solver(Node):
                 "condition_number": f"{e.condition_number:.3g}",
                 "min_pseudo_inertia_eigenvalue": f"{e.min_eigenvalue:.3g}",
             })
-        status = DiagnosticStatus(
-            level=level, name=f"{self.get_name()}: payload estimate", message=message,
-            hardware_id=self.frame_id,
-            values=[KeyValue(key=k, value=v) for k, v in values.items()],
-        )
-        self.diagnostics_pub.publish(
-            DiagnosticArray(header=Header(stamp=self.get_clock().now().to_msg()),
-                            status=[status])
-        )
+        return level, message, values
 
 
 def main(args: list[str] | None = None) -> int:
