@@ -11,6 +11,7 @@ from inertial_id.core.estimators import (
     N_PI,
     N_UNKNOWNS,
     ConsistentEstimator,
+    identifiability,
     least_squares,
     pseudo_inertia_expression,
     scaled_condition_number,
@@ -451,3 +452,21 @@ def test_parameter_errors_hand_case():
     # About the CoM (the CoMs differ, so comparing about the origin would give another number).
     assert errors.inertia_pct == pytest.approx(2.0)
     assert parameter_errors(truth.pi, truth.pi) == type(errors)(0.0, 0.0, 0.0)
+
+
+def test_identifiability_reports_what_static_data_cannot_determine():
+    # Gravity-only data determine the mass and the first moments but not the inertia.
+    rng = np.random.default_rng(5)
+    n = 400
+    rot = Rotation.random(n, random_state=rng).as_matrix()
+    twist = np.zeros((n, 6))
+    proper = np.zeros((n, 6))
+    proper[:, :3] = np.einsum("nji,j->ni", rot, [0, 0, 9.81])
+    identifier = PayloadIdentifier(PayloadConfig(method="least_squares"))
+    noise = rng.normal(size=(n, 6)) * np.repeat([0.1, 0.005], 3)
+    identifier.add(twist, proper, predicted_wrench(PAYLOAD.pi, twist, proper, OFFSET) + noise)
+    estimate = identifier.estimate()
+    assert np.all(np.isinf(estimate.std[4:])) and np.all(np.isfinite(estimate.std[:4]))
+    report = identifiability(estimate)
+    assert report["m"] and report["mcx"] and report["mcy"] and report["mcz"]
+    assert not any(report[name] for name in ("Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz"))

@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import SolverError
 from inertial_id.core.parameters import (
+    PI_NAMES,
     BodyParameters,
     min_pseudo_inertia_eigenvalue,
     pseudo_inertia,
@@ -89,6 +90,24 @@ def scaled_condition_number(information: NDArray[np.float64]) -> float:
     return float(np.sqrt(eig[-1] / eig[0])) if eig[0] > 0 else float("inf")
 
 
+def _covariance_factor(information: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``(A^T W A)^-1``, with infinite variance for unknowns the data do not determine.
+
+    Eigen-directions with eigenvalues below 1e-12 of the largest (in column-scaled units) are
+    unexcited; any unknown with a component along one gets an infinite variance instead of
+    the zero a pseudo-inverse would report.
+    """
+    d = np.sqrt(np.clip(np.diag(information), 0.0, None))
+    d[d == 0.0] = 1.0
+    values, vectors = np.linalg.eigh(information / np.outer(d, d))
+    keep = values > 1e-12 * max(values[-1], 0.0)
+    inverse = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T / np.outer(d, d)
+    undetermined = np.abs(vectors[:, ~keep]).max(axis=1, initial=0.0) > 1e-6
+    inverse[np.diag_indices_from(inverse)] = np.where(undetermined, np.inf,
+                                                      np.diag(inverse))
+    return inverse
+
+
 def _make_estimate(
     stats: SufficientStatistics, x: NDArray[np.float64], method: str, offset_known: bool = False
 ) -> Estimate:
@@ -101,8 +120,8 @@ def _make_estimate(
     dof = max(stats.rows - n, 1.0)
     sigma2 = stats.residual(x) / dof
     covariance = np.zeros((N_UNKNOWNS, N_UNKNOWNS))
-    covariance[:n, :n] = sigma2 * np.linalg.pinv(stats.information[:n, :n], rcond=1e-12,
-                                                 hermitian=True)
+    factor = _covariance_factor(stats.information[:n, :n])
+    covariance[:n, :n] = np.where(np.isinf(factor), np.inf, sigma2 * np.nan_to_num(factor))
     return Estimate(
         body=BodyParameters.from_pi(x[:N_PI]),
         offset=x[N_PI:].copy(),
@@ -331,3 +350,20 @@ class ConsistentEstimator:
                 f"(min eigenvalue of J = {estimate.min_eigenvalue:.3g})"
             )
         return estimate
+
+
+def identifiability(estimate: Estimate, max_relative_std: float = 10.0) -> dict[str, bool]:
+    """Which entries of ``pi`` the data determine: std below ``max_relative_std`` percent.
+
+    Entries near zero (products of inertia, an on-axis CoM) would have an unbounded sigma %,
+    so each std is compared with the scale of its kind: ``m`` for the mass, ``m L`` for the
+    first moments and ``m L^2`` for the inertia, ``L`` the larger of the CoM distance and the
+    radius of gyration about the origin (at least 1 cm).
+    """
+    pi = estimate.pi
+    mass = abs(pi[0]) or 1.0
+    gyration = np.sqrt(abs(pi[4] + pi[7] + pi[9]) / (2.0 * mass))
+    length = float(max(np.linalg.norm(pi[1:4]) / mass, gyration, 0.01))
+    scale = np.concatenate(([mass], np.full(3, mass * length), np.full(6, mass * length**2)))
+    relative = 100.0 * estimate.std / scale
+    return {name: bool(r < max_relative_std) for name, r in zip(PI_NAMES, relative, strict=True)}

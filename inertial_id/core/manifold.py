@@ -463,8 +463,7 @@ class _Model:
     (:func:`manifold_curvature`). At a boundary optimum the residual is not zero and
     Gauss-Newton alone underestimates the curvature of tilting a flat ``Sigma_C``: it zigzags.
     Rotations about a principal axis whose two other second moments are equal do not move
-    ``pi`` and are frozen; the curvature of moments pushed onto zero is left out
-    (:func:`_active_moments`). Damping is Marquardt's, ``mu diag(J^T J)`` (floored).
+    ``pi`` and are frozen. Damping is Marquardt's, ``mu diag(J^T J)`` (floored).
     """
 
     def __init__(
@@ -481,9 +480,7 @@ class _Model:
         scale[growing] = np.maximum(diag[growing], 1e-300)
         moving = np.ones(10, dtype=bool)
         moving[4:7] = ~_degenerate_rotations(point.moments)
-        curved = moving.copy()
-        curved[7:10] = ~_active_moments(gradient, diag)
-        blocks = (np.arange(4), 4 + np.flatnonzero(curved[4:]))
+        blocks = (np.arange(4), 4 + np.flatnonzero(moving[4:]))
         curvature = manifold_curvature(point, problem.root.T @ residual)
         hessian = gauss_newton + _positive_part(curvature, scale, blocks)
         self.moving = moving
@@ -574,15 +571,6 @@ def _degenerate_rotations(moments: NDArray[np.float64]) -> NDArray[np.bool_]:
     rotating about axis k leaves ``Sigma_C`` unchanged."""
     others = moments[[[1, 2], [0, 2], [0, 1]]]
     return np.abs(others[:, 0] - others[:, 1]) <= _DEGENERATE_FRACTION * float(np.max(moments))
-
-
-def _active_moments(
-    gradient: NDArray[np.float64], gauss_newton_diagonal: NDArray[np.float64]
-) -> NDArray[np.bool_]:
-    """Per second moment: pushed onto the boundary ``L_k = 0``, i.e. along its own axis the
-    linear model has its minimum at ``L_k (1 - g_k / (J^T J)_kk) <= 0``. The floor, not the
-    curvature, decides where it goes, so the model keeps only its Gauss-Newton terms."""
-    return gradient[7:10] >= gauss_newton_diagonal[7:10]
 
 
 def _positive_part(
