@@ -121,7 +121,8 @@ def _make_estimate(
     sigma2 = stats.residual(x) / dof
     covariance = np.zeros((N_UNKNOWNS, N_UNKNOWNS))
     factor = _covariance_factor(stats.information[:n, :n])
-    covariance[:n, :n] = np.where(np.isinf(factor), np.inf, sigma2 * np.nan_to_num(factor))
+    finite = np.where(np.isinf(factor), 0.0, factor)
+    covariance[:n, :n] = np.where(np.isinf(factor), np.inf, sigma2 * finite)
     return Estimate(
         body=BodyParameters.from_pi(x[:N_PI]),
         offset=x[N_PI:].copy(),
