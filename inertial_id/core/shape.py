@@ -1,7 +1,8 @@
 """Shape priors of a payload: bounding ellipsoids and uniform-density inertial parameters.
 
 From a point cloud of the payload (sensor frame, metres), with optional per-point volumes
-(m^3, e.g. the tetrahedra a mesh point stands for), this module builds
+(m^3, e.g. the tetrahedra a mesh point stands for) — or points filling the URDF collision
+geometry below the sensor (:func:`urdf_collision_points`) — this module builds
 
 - :class:`Ellipsoid` ``{x : (x - c)^T S^-1 (x - c) <= 1}``, the minimum-volume ellipsoid
   enclosing the points (Khachiyan's algorithm), and its matrix ``Q`` of Wensing et al. (2017,
@@ -12,7 +13,9 @@ From a point cloud of the payload (sensor frame, metres), with optional per-poin
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -93,3 +96,82 @@ def uniform_density_prior(
     masses = mass * w / w.sum()
     lifted = np.hstack([p, np.ones((p.shape[0], 1))])
     return pi_from_pseudo_inertia((lifted.T * masses) @ lifted)
+
+
+def _grid_in(kind: str, size: NDArray[np.float64], spacing: float) -> NDArray[np.float64]:
+    """Grid points (spacing m) inside a box (size = extents), cylinder (radius, length; axis
+    z) or sphere (radius), centred at the origin; at least the centre."""
+    half = {"box": size / 2, "cylinder": np.array([size[0], size[0], size[1] / 2]),
+            "sphere": np.full(3, size[0])}[kind]
+    axes = [np.arange(-h + spacing / 2, h, spacing) if h > spacing else np.zeros(1)
+            for h in half]
+    points = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    if kind == "cylinder":
+        points = points[np.hypot(points[:, 0], points[:, 1]) <= size[0]]
+    elif kind == "sphere":
+        points = points[np.linalg.norm(points, axis=1) <= size[0]]
+    return points if points.size else np.zeros((1, 3))
+
+
+def _geometry(element: ET.Element) -> tuple[str, NDArray[np.float64]] | None:
+    for kind, keys in (("box", ("size",)), ("cylinder", ("radius", "length")),
+                       ("sphere", ("radius",))):
+        shape = element.find(f"geometry/{kind}")
+        if shape is not None:
+            values = " ".join(shape.get(k, "0") for k in keys)
+            return kind, np.array([float(v) for v in values.split()])
+    return None
+
+
+def urdf_collision_points(urdf: str, sensor_frame: str, spacing: float = 0.005,
+                          ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Points filling the collision geometry below ``sensor_frame``, in the sensor frame.
+
+    Every link below the sensor's link (through any joints, at their zero position) adds grid
+    points of its ``<collision>`` boxes, cylinders and spheres; mesh geometry is skipped.
+    Returns points (N, 3) in m and the volume each stands for (N,), in m^3.
+    """
+    import pinocchio as pin
+
+    from inertial_id.core.kinematics import load_urdf_model
+
+    model = load_urdf_model(urdf)
+    text = urdf if urdf.lstrip().startswith("<") else Path(urdf).expanduser().read_text()
+    root = ET.fromstring(text)
+    if not model.existFrame(sensor_frame):
+        raise InertialIdError(f"frame {sensor_frame!r} is not in the URDF")
+    data = model.createData()
+    pin.framesForwardKinematics(model, data, pin.neutral(model))
+    sensor_inverse = data.oMf[model.getFrameId(sensor_frame)].inverse()
+    children: dict[str, list[str]] = {}
+    for joint in root.iter("joint"):
+        children.setdefault(joint.find("parent").get("link"), []).append(
+            joint.find("child").get("link"))
+    below, stack = [], [sensor_frame]
+    while stack:
+        link = stack.pop()
+        below.append(link)
+        stack.extend(children.get(link, []))
+    links = {link.get("name"): link for link in root.iter("link")}
+    points, volumes = [], []
+    for name in below:
+        if name not in links or not model.existFrame(name):
+            continue
+        link_pose = sensor_inverse * data.oMf[model.getFrameId(name)]
+        for collision in links[name].iter("collision"):
+            shape = _geometry(collision)
+            if shape is None:
+                continue
+            origin = collision.find("origin")
+            xyz = [float(v) for v in (origin.get("xyz", "0 0 0") if origin is not None
+                                      else "0 0 0").split()]
+            rpy = [float(v) for v in (origin.get("rpy", "0 0 0") if origin is not None
+                                      else "0 0 0").split()]
+            pose = link_pose * pin.SE3(pin.rpy.rpyToMatrix(*rpy), np.array(xyz))
+            local = _grid_in(*shape, spacing)
+            points.append(local @ pose.rotation.T + pose.translation)
+            volumes.append(np.full(len(local), spacing**3))
+    if not points:
+        raise InertialIdError(f"no box, cylinder or sphere collision geometry below "
+                              f"{sensor_frame!r}")
+    return np.concatenate(points), np.concatenate(volumes)
