@@ -90,7 +90,11 @@ class BagReader:
         self.path = Path(path)
         if not self.path.exists():
             raise BagError(f"{self.path}: no such bag")
-        self._reader = AnyReader([self.path], default_typestore=TYPESTORE)
+        try:
+            self._reader = AnyReader([self.path], default_typestore=TYPESTORE)
+        except Exception as exc:  # rosbags raises several types for what is not a bag
+            raise BagError(f"{self.path}: not a bag (a .db3/.mcap bag directory or file): "
+                           f"{exc}") from exc
         self._requested = (joint_states_topic, wrench_topic)
         self.topics: BagTopics | None = None
 
@@ -166,9 +170,11 @@ class BagReader:
 def _header(stamp: float, frame_id: str = "") -> Any:
     t = TYPESTORE.types
     sec = int(stamp // 1)
+    nanosec = int(round((stamp - sec) * 1e9))
+    if nanosec == 1_000_000_000:  # rounded up to the next second
+        sec, nanosec = sec + 1, 0
     return t["std_msgs/msg/Header"](
-        stamp=t["builtin_interfaces/msg/Time"](sec=sec, nanosec=int(round((stamp - sec) * 1e9))),
-        frame_id=frame_id,
+        stamp=t["builtin_interfaces/msg/Time"](sec=sec, nanosec=nanosec), frame_id=frame_id,
     )
 
 
@@ -176,8 +182,9 @@ def joint_state_message(stamp: float, names: list[str], position: NDArray[np.flo
                         velocity: NDArray[np.float64]) -> Any:
     """A rosbags ``sensor_msgs/JointState``."""
     return TYPESTORE.types[JOINT_STATE](
-        header=_header(stamp), name=list(names), position=np.asarray(position, dtype=float),
-        velocity=np.asarray(velocity, dtype=float), effort=np.zeros(0),
+        header=_header(stamp), name=list(names),
+        position=np.ascontiguousarray(position, dtype=float),
+        velocity=np.ascontiguousarray(velocity, dtype=float), effort=np.zeros(0),
     )
 
 

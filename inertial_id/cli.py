@@ -173,7 +173,7 @@ def _replay(args: argparse.Namespace) -> int:
 
         truth = _ground_truth(args.bag)
         args.report.mkdir(parents=True, exist_ok=True)
-        for path in write_report(result, args.report, truth):
+        for path in write_report(result, args.report, truth, bag=args.bag):
             print(f"wrote {path}")
     return 0 if result.estimate is not None else 3
 

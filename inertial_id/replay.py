@@ -27,9 +27,10 @@ from inertial_id.core.parameters import vector_from_symmetric
 from inertial_id.core.pipeline import PayloadPipeline
 from inertial_id.settings import gatherer_settings, kinematics_settings, online_config
 
-PROCESS_EVERY = 50
-"""Messages read between two passes of the pipeline (like the gatherer's batches)."""
+PROCESS_PERIOD = 0.1
+"""Seconds of bag time between two passes of the pipeline (the gatherer's batches)."""
 MAX_DROPPED_SHARE = 0.01
+PIPELINE_NODES = ("gatherer", "kinematics", "solver")
 """Above this share of messages dropped for their stamps or joints, replay fails."""
 
 
@@ -89,16 +90,25 @@ def load_params(path: Path | None) -> dict[str, dict[str, Any]]:
         doc = yaml.safe_load(Path(path).read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise InertialIdError(f"cannot read parameter file {path}: {exc}") from exc
-    out = {}
+    if not isinstance(doc, Mapping):
+        raise InertialIdError(f"{path}: expected node sections with ros__parameters")
+    out: dict[str, dict[str, Any]] = {}
     for node, section in doc.items():
         if not isinstance(section, Mapping) or "ros__parameters" not in section:
             raise InertialIdError(f"{path}: section {node!r} has no ros__parameters")
-        out[node.lstrip("/").split("/")[-1]] = dict(section["ros__parameters"])
+        name = str(node).lstrip("/").split("/")[-1]
+        targets = PIPELINE_NODES if name == "**" else (name,)
+        if name not in (*PIPELINE_NODES, "**", "simulator"):
+            raise InertialIdError(f"{path}: unknown node {node!r}; the pipeline's nodes are "
+                                  f"{', '.join(PIPELINE_NODES)}")
+        for target in targets:
+            out.setdefault(target, {}).update(section["ros__parameters"])
     return out
 
 
-def _overridden(options: ReplayOptions, params: dict[str, dict[str, Any]]) -> None:
-    for node in ("gatherer", "kinematics", "solver"):
+def apply_overrides(options: ReplayOptions, params: dict[str, dict[str, Any]]) -> None:
+    """Command-line overrides into the parameters (every pipeline node gets a section)."""
+    for node in PIPELINE_NODES:
         params.setdefault(node, {})
     if options.urdf is not None:
         params["gatherer"]["urdf_path"] = params["kinematics"]["urdf_path"] = options.urdf
@@ -108,7 +118,9 @@ def _overridden(options: ReplayOptions, params: dict[str, dict[str, Any]]) -> No
         params["solver"]["wrench_sign"] = options.wrench_sign
 
 
-def _urdf(params: dict[str, Any], bag: BagReader) -> str:
+def resolve_urdf(params: dict[str, Any], bag: BagReader) -> str:
+    """The URDF: ``urdf_path`` or ``robot_description`` of the kinematics parameters, else the
+    bag's ``robot_description``."""
     urdf = params.get("urdf_path") or params.get("robot_description") or bag.robot_description()
     if not urdf:
         raise InertialIdError(f"{bag.path}: no URDF: give --urdf (the bag has no "
@@ -119,16 +131,23 @@ def _urdf(params: dict[str, Any], bag: BagReader) -> str:
 def build_pipeline(params: dict[str, dict[str, Any]], urdf: str) -> PayloadPipeline:
     """The pipeline of the three nodes from their parameters (see :mod:`settings`)."""
     solver = dict(params["solver"])
-    rate = float(solver.pop("publish_rate", 2.0))
-    solver.pop("contact_decimation", None)
     kinematics = {k: v for k, v in params["kinematics"].items()
-                  if k not in ("urdf_path", "robot_description")}
+                  if k not in ("urdf_path", "robot_description", "use_sim_time")}
     gatherer = {k: v for k, v in params["gatherer"].items()
-                if k not in ("urdf_path", "robot_description", "queue_depth", "publish_rate")}
+                if k not in ("urdf_path", "robot_description", "queue_depth", "publish_rate",
+                             "use_sim_time")}
+    try:
+        rate = float(solver.pop("publish_rate", 2.0))
+        solver.pop("contact_decimation", None)
+        solver.pop("use_sim_time", None)
+        settings = (gatherer_settings(gatherer), kinematics_settings(kinematics),
+                    online_config(solver))
+    except (TypeError, ValueError) as exc:
+        raise InertialIdError(f"bad parameter value: {exc}") from exc
+    if not rate > 0.0:
+        raise InertialIdError(f"solver publish_rate must be positive, got {rate}")
     return PayloadPipeline(
-        Gathering(urdf, gatherer_settings(gatherer)),
-        kinematics_settings(kinematics).model(urdf),
-        OnlineEstimator(online_config(solver)),
+        Gathering(urdf, settings[0]), settings[1].model(urdf), OnlineEstimator(settings[2]),
         solve_period=1.0 / rate,
     )
 
@@ -136,15 +155,16 @@ def build_pipeline(params: dict[str, dict[str, Any]], urdf: str) -> PayloadPipel
 def replay(options: ReplayOptions) -> ReplayResult:
     """Run the pipeline over the bag; raises :class:`InertialIdError` on anything unusable."""
     params = load_params(options.params)
-    _overridden(options, params)
+    apply_overrides(options, params)
     with BagReader(options.bag, options.joint_states_topic, options.wrench_topic) as bag:
-        pipeline = build_pipeline(params, _urdf(params["kinematics"], bag))
+        pipeline = build_pipeline(params, resolve_urdf(params["kinematics"], bag))
         dropped: dict[str, int] = {}
         first: float | None = None
         frame = ""
         bar = tqdm(total=bag.message_count, unit="msg", disable=not options.progress,
                    desc=f"replay {options.bag.name}", leave=False)
-        for k, message in enumerate(bag.messages()):
+        next_process = -np.inf
+        for message in bag.messages():
             first = message.stamp if first is None else first
             try:
                 if isinstance(message, JointStateSample):
@@ -159,9 +179,10 @@ def replay(options: ReplayOptions) -> ReplayResult:
                 ok = True
             if not ok:
                 dropped["stamp out of order"] = dropped.get("stamp out of order", 0) + 1
-            if k % PROCESS_EVERY == 0:
+            bar.update(1)
+            if message.stamp >= next_process:
                 pipeline.process()
-                bar.update(PROCESS_EVERY if k else 1)
+                next_process = message.stamp + PROCESS_PERIOD
         bar.close()
         total = bag.message_count
     _check_dropped(options.bag, dropped, total)
@@ -193,7 +214,8 @@ def _check_dropped(bag: Path, dropped: dict[str, int], total: int) -> None:
 
 
 def write_yaml(result: ReplayResult, path: Path) -> None:
-    """Write :meth:`ReplayResult.to_yaml` to ``path``."""
+    """Write :meth:`ReplayResult.to_yaml` to ``path`` (creating its directory)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(yaml.safe_dump(result.to_yaml(), sort_keys=False))
 
 

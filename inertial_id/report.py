@@ -160,7 +160,9 @@ def _finish_axes(ax: Axes, ylabel: str, legend: bool = True) -> None:
 
 def _band(ax: Axes, t: NDArray[np.float64], value: NDArray[np.float64],
           sigma: NDArray[np.float64], color: str, label: str) -> None:
-    """An estimate held from one solve to the next (steps) with its +-1 sigma band."""
+    """An estimate held from one solve to the next (steps) with its +-1 sigma band (none
+    where sigma is not finite, e.g. an unexcited parameter)."""
+    sigma = np.where(np.isfinite(sigma), sigma, np.nan)
     ax.plot(t, value, color=color, lw=1.2, label=label, drawstyle="steps-post")
     ax.fill_between(t, value - sigma, value + sigma, color=color, alpha=0.2, lw=0,
                     step="post")

@@ -62,7 +62,7 @@ SOLVER_PARAMS = (
           "F/T torque noise std, N m (weights torque rows)"),
     Param("forgetting_factor", _P.forgetting_factor, "per-sample exponential forgetting in (0, 1]"),
     Param("window_samples", _P.window_samples, "> 0: estimate from the last N samples only"),
-    Param("method", _P.method, "lmi_sdp or least_squares"),
+    Param("method", _P.method, "lmi_sdp or manifold (consistent), least_squares or pls"),
     Param("epsilon", _P.epsilon, "margin of J(pi) >= epsilon I, kg m^2"),
     Param("solve_timeout", 0.2, "s: a slower solve fails and the last estimate stays (0: none)"),
     Param("min_samples", _O.min_samples, "samples before the first solve"),

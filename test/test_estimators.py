@@ -470,3 +470,18 @@ def test_identifiability_reports_what_static_data_cannot_determine():
     report = identifiability(estimate)
     assert report["m"] and report["mcx"] and report["mcy"] and report["mcz"]
     assert not any(report[name] for name in ("Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz"))
+
+
+@pytest.mark.parametrize("method", ["lmi_sdp", "manifold", "least_squares", "pls"])
+def test_every_method_of_the_identifier_recovers_a_well_excited_payload(method):
+    rng = np.random.default_rng(11)
+    twist = rng.normal(size=(3000, 6)) * 0.5
+    proper = rng.normal(size=(3000, 6)) * 2.0 + [0, 0, 9.81, 0, 0, 0]
+    noise = rng.normal(size=(3000, 6)) * np.repeat([0.1, 0.005], 3)
+    identifier = PayloadIdentifier(PayloadConfig(method=method))
+    identifier.add(twist, proper, predicted_wrench(PAYLOAD.pi, twist, proper, OFFSET) + noise)
+    estimate = identifier.estimate()
+    assert estimate.body.mass == pytest.approx(PAYLOAD.mass, rel=1e-3)
+    np.testing.assert_allclose(estimate.body.com, PAYLOAD.com, atol=1e-3)
+    if method in ("lmi_sdp", "manifold"):
+        assert estimate.physically_consistent

@@ -108,7 +108,7 @@ def _covariance_factor(information: NDArray[np.float64]) -> NDArray[np.float64]:
     return inverse
 
 
-def _make_estimate(
+def make_estimate(
     stats: SufficientStatistics, x: NDArray[np.float64], method: str, offset_known: bool = False
 ) -> Estimate:
     """Package a solution with its covariance ``sigma^2 (A^T W A)^-1``.
@@ -133,6 +133,14 @@ def _make_estimate(
     )
 
 
+def prior_scale(information: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per-entry scale ``s_i`` of the Euclidean prior on ``pi``: the diagonal of ``A^T W A``
+    plus 1e-3 of its mean over all unknowns (the floor keeps the prior in charge of
+    directions the data do not excite)."""
+    diagonal = np.clip(np.diag(information), 0.0, None)
+    return diagonal[:N_PI] + 1e-3 * float(diagonal.mean())
+
+
 def _require_rows(stats: SufficientStatistics) -> None:
     if stats.rows < N_UNKNOWNS:
         raise SolverError(f"{stats.rows:.0f} equations cannot determine {N_UNKNOWNS} unknowns")
@@ -151,10 +159,10 @@ def least_squares(stats: SufficientStatistics, known_offset: ArrayLike | None = 
         offset = np.asarray(known_offset, dtype=float)
         rhs = g[:N_PI] - h[:N_PI, N_PI:] @ offset
         x = np.concatenate((np.linalg.lstsq(h[:N_PI, :N_PI], rhs, rcond=1e-12)[0], offset))
-    return _make_estimate(stats, x, "least_squares", known_offset is not None)
+    return make_estimate(stats, x, "least_squares", known_offset is not None)
 
 
-def _square_root(stats: SufficientStatistics) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def square_root(stats: SufficientStatistics) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``R``, ``z`` with ``||R x - z||^2 = ||A x - b||^2_W - const`` (eigen square root)."""
     values, vectors = np.linalg.eigh(stats.information)
     keep = values > values[-1] * 1e-14 if values[-1] > 0 else np.zeros_like(values, bool)
@@ -306,7 +314,7 @@ class ConsistentEstimator:
         scale = np.concatenate(([mass], np.full(3, mass * length), np.full(6, mass * length**2),
                                 np.ones(N_OFFSET)))
         t = np.array([length, length, length, 1.0])
-        r, z = _square_root(stats)
+        r, z = square_root(stats)
         self._r.value, self._z.value = r * scale, z
         self._margin.value = np.diag(self.epsilon / (mass * t * t))
         extra = self.constraints
@@ -319,9 +327,7 @@ class ConsistentEstimator:
             lower, upper = (np.asarray(v, dtype=float) / length for v in extra.com_box)
             self._com_lower.value, self._com_upper.value = lower, upper
         if self.regularization == "euclidean":
-            diagonal = np.clip(np.diag(stats.information), 0.0, None)
-            # A floor keeps the prior in charge of directions the data do not excite.
-            root = np.sqrt(self.prior_weight * (diagonal[:N_PI] + 1e-3 * diagonal.mean()))
+            root = np.sqrt(self.prior_weight * prior_scale(stats.information))
             self._prior_root.value = root * scale[:N_PI]
             self._prior_target.value = root * self.prior
         else:
@@ -344,7 +350,7 @@ class ConsistentEstimator:
         if self._problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or self._x.value is None:
             raise SolverError(f"SDP solver {self.solver} ended with status {self._problem.status}")
         x = scale * np.asarray(self._x.value, dtype=float)
-        estimate = _make_estimate(stats, x, self.method, self.known_offset is not None)
+        estimate = make_estimate(stats, x, self.method, self.known_offset is not None)
         if not estimate.physically_consistent:
             raise SolverError(
                 "SDP solution is not physically consistent "

@@ -92,14 +92,15 @@ class SensorKinematics:
         return int(self.model.nv)
 
     def configuration(self, positions: ArrayLike) -> NDArray[np.float64]:
-        """pinocchio configuration from joint positions (continuous joints become cos/sin)."""
+        """pinocchio configuration(s) from joint positions, (nv,) -> (nq,) or (N, nv) ->
+        (N, nq); continuous joints become (cos, sin)."""
         theta = np.asarray(positions, dtype=float)
-        q = np.empty(self.model.nq)
-        for i, (start, unbounded) in enumerate(zip(self._idx_q, self._unbounded, strict=True)):
-            if unbounded:
-                q[start], q[start + 1] = np.cos(theta[i]), np.sin(theta[i])
-            else:
-                q[start] = theta[i]
+        q = np.empty(theta.shape[:-1] + (self.model.nq,))
+        bounded = ~self._unbounded
+        q[..., self._idx_q[bounded]] = theta[..., bounded]
+        start = self._idx_q[self._unbounded]
+        q[..., start] = np.cos(theta[..., self._unbounded])
+        q[..., start + 1] = np.sin(theta[..., self._unbounded])
         return q
 
     def sensor_pose(self, positions: ArrayLike) -> pin.SE3:
@@ -123,15 +124,18 @@ class SensorKinematics:
             raise SampleError(
                 f"expected (N, {self.nv}) joint arrays, got {q.shape}, {qd.shape}, {qdd.shape}"
             )
-        twist = np.empty((q.shape[0], 6))
-        proper = np.empty((q.shape[0], 6))
+        n = q.shape[0]
+        twist = np.empty((n, 6))
+        proper = np.empty((n, 6))
+        rotation = np.empty((n, 3, 3))
         model, data, fid = self.model, self.data, self.frame_id
-        for k in range(q.shape[0]):
-            pin.forwardKinematics(model, data, self.configuration(q[k]), qd[k], qdd[k])
-            pin.updateFramePlacement(model, data, fid)
+        configurations = self.configuration(q)
+        for k in range(n):
+            pin.forwardKinematics(model, data, configurations[k], qd[k], qdd[k])
+            rotation[k] = pin.updateFramePlacement(model, data, fid).rotation
             twist[k] = pin.getFrameVelocity(model, data, fid, pin.LOCAL).vector
             proper[k] = pin.getFrameAcceleration(model, data, fid, pin.LOCAL).vector
-            proper[k, :3] -= data.oMf[fid].rotation.T @ self.gravity
+        proper[:, :3] -= np.einsum("nji,j->ni", rotation, self.gravity)
         return (twist[0], proper[0]) if single else (twist, proper)
 
 

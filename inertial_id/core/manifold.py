@@ -40,14 +40,16 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.linalg import solve_triangular
 
 from inertial_id.core.errors import InertialIdError, SolverError
 from inertial_id.core.estimators import (
     N_PI,
     N_UNKNOWNS,
     Estimate,
-    _make_estimate,
-    _square_root,
+    make_estimate,
+    prior_scale,
+    square_root,
 )
 from inertial_id.core.parameters import skew
 from inertial_id.core.statistics import SufficientStatistics
@@ -58,6 +60,7 @@ _P = np.array([[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]])
 _VECH_ROWS = np.array([0, 0, 0, 1, 1, 2])
 _VECH_COLS = np.array([0, 1, 2, 1, 2, 2])
 _BASIS = np.eye(3)
+_BASIS.setflags(write=False)
 _BASIS_SKEW = np.array([skew(e) for e in _BASIS])
 # Iterates keep m and L above this fraction of tr J, so J stays positive definite in floats.
 _RELATIVE_FLOOR = 1e-12
@@ -92,9 +95,9 @@ def rotation_exp(delta: ArrayLike) -> NDArray[np.float64]:
     angle = float(np.linalg.norm(delta))
     k = skew(delta)
     if angle < 1e-8:
-        return np.eye(3) + k + 0.5 * k @ k
+        return _BASIS + k + 0.5 * k @ k
     return (
-        np.eye(3)
+        _BASIS
         + (np.sin(angle) / angle) * k
         + ((1.0 - np.cos(angle)) / angle**2) * k @ k
     )
@@ -103,7 +106,7 @@ def rotation_exp(delta: ArrayLike) -> NDArray[np.float64]:
 def _orthonormalize(q: NDArray[np.float64]) -> NDArray[np.float64]:
     """One Bjorck step towards the nearest rotation: removes the rounding drift of products of
     rotations (first order in ``q^T q - 1``, which is ~1e-16 here)."""
-    return q @ (1.5 * np.eye(3) - 0.5 * q.T @ q)
+    return q @ (1.5 * _BASIS - 0.5 * q.T @ q)
 
 
 def pi_from_manifold(m: float, c: ArrayLike, Q: ArrayLike, L: ArrayLike) -> NDArray[np.float64]:
@@ -146,7 +149,7 @@ def manifold_from_pi(
     inertia_origin[_VECH_COLS, _VECH_ROWS] = pi[4:]
     cx = skew(c)
     inertia_com = inertia_origin + max(m, 0.0) * cx @ cx
-    sigma = 0.5 * np.trace(inertia_com) * np.eye(3) - inertia_com
+    sigma = 0.5 * np.trace(inertia_com) * _BASIS - inertia_com
     moments, q = np.linalg.eigh(sigma)
     if np.linalg.det(q) < 0:
         q[:, 2] *= -1.0
@@ -170,11 +173,11 @@ def manifold_jacobian(point: ManifoldPoint) -> NDArray[np.float64]:
     jac = np.zeros((N_PI, 10))
     # s_m at fixed h: m d/dm of [m, h, vech(I_C - [h]x^2 / m)].
     jac[0, 0] = m
-    jac[4:, 0] = _vech(m * (np.outer(c, c) - (c @ c) * np.eye(3)))
+    jac[4:, 0] = _vech(m * (np.outer(c, c) - (c @ c) * _BASIS))
     # s_c: h = m0 (c0 + s_c), parallel-axis term with d[c]x^2/dc_k = c e_k^T + e_k c^T - 2 c_k 1.
-    jac[1:4, 1:4] = m * np.eye(3)
+    jac[1:4, 1:4] = m * _BASIS
     outer = c[None, :, None] * _BASIS[:, None, :]
-    diagonal = c[:, None, None] * np.eye(3)[None]
+    diagonal = c[:, None, None] * _BASIS[None]
     jac[4:, 1:4] = _vech(-m * (outer + outer.transpose(0, 2, 1) - 2.0 * diagonal)).T
     # Q exp([d]x): d I_C = Q ([e_k]x D - D [e_k]x) Q^T, entries (E_k)_ab (D_b - D_a).
     d = _P @ moments
@@ -182,7 +185,7 @@ def manifold_jacobian(point: ManifoldPoint) -> NDArray[np.float64]:
     jac[4:, 4:7] = _vech(q @ local @ q.T).T
     # s_L: L_k Q diag(P e_k) Q^T = L_k (1 - q_k q_k^T).
     axes = q.T[:, :, None] * q.T[:, None, :]
-    jac[4:, 7:10] = _vech(moments[:, None, None] * (np.eye(3) - axes)).T
+    jac[4:, 7:10] = _vech(moments[:, None, None] * (_BASIS - axes)).T
     return jac
 
 
@@ -212,13 +215,14 @@ def manifold_curvature(point: ManifoldPoint, weights: ArrayLike) -> NDArray[np.f
     hess[0, 0] = -2.0 * m * (c @ gamma @ c - (c @ c) * trace)
     hess[0, 1:4] = hess[1:4, 0] = 2.0 * m * (gamma @ c - trace * c)
     # (c, c): -m tr(Gamma (E_k E_l + E_l E_k)) with E_k E_l = e_l e_k^T - d_kl 1.
-    hess[1:4, 1:4] = -2.0 * m * (gamma - trace * np.eye(3))
+    hess[1:4, 1:4] = -2.0 * m * (gamma - trace * _BASIS)
     # (Q, Q): exp(K) D exp(-K) = D + [K, D] + (K^2 D + D K^2)/2 - K D K + O(K^3).
     gamma_p = q.T @ gamma @ q
     d = _P @ moments
     sym = 0.5 * (d[:, None] + d[None, :]) * gamma_p  # (D Gamma' + Gamma' D) / 2
-    sandwich = np.einsum("ian,n,jnb,ba->ij", _BASIS_SKEW, d, _BASIS_SKEW, gamma_p)
-    hess[4:7, 4:7] = 2.0 * sym - 2.0 * np.trace(sym) * np.eye(3) - sandwich - sandwich.T
+    # tr(Gamma' E_i D E_j) = sum (E_i D)_an (E_j Gamma')_na.
+    sandwich = np.einsum("ian,jna->ij", _BASIS_SKEW * d, _BASIS_SKEW @ gamma_p)
+    hess[4:7, 4:7] = 2.0 * sym - 2.0 * np.trace(sym) * _BASIS - sandwich - sandwich.T
     # (Q, L): tr(Gamma' (E_i D_k - D_k E_i)) with D_k = L_k (1 - e_k e_k^T): 2 L_k (E_i Gamma')_kk.
     hess[4:7, 7:10] = 2.0 * moments[None, :] * np.einsum("ika,ak->ik", _BASIS_SKEW, gamma_p)
     hess[7:10, 4:7] = hess[4:7, 7:10].T
@@ -246,7 +250,7 @@ class _ReducedProblem:
     With ``H = A^T W A`` and ``g = A^T W b`` split into pi (p) and offset (o) blocks, the
     optimal offset for a given ``pi`` is ``o(pi) = Hoo^-1 (g_o - H_op pi)`` and the reduced
     problem has the Schur complement ``H_pp - H_po Hoo^-1 H_op`` as its information. The prior
-    ``w sum_i s_i (pi_i - prior_i)^2`` (:func:`_prior_scale`) is added to it.
+    ``w sum_i s_i (pi_i - prior_i)^2`` (:func:`prior_scale`) is added to it.
     """
 
     def __init__(
@@ -262,13 +266,13 @@ class _ReducedProblem:
         reduced.moment = g[:N_PI] - h[:N_PI, N_PI:] @ self.offset_bias
         reduced.energy = stats.energy - float(g[N_PI:] @ self.offset_bias)
         if prior_weight > 0.0:
-            weight = prior_weight * _prior_scale(h)
+            weight = prior_weight * prior_scale(h)
             reduced.information += np.diag(weight)
             reduced.moment += weight * prior
             reduced.energy += float(prior @ (weight * prior))
         reduced.rows, reduced.samples = stats.rows, stats.samples
         self.statistics = reduced
-        self.root, self.target = _square_root(reduced)
+        self.root, self.target = square_root(reduced)
         # ||A x - b||^2_W (+ prior) at the unconstrained optimum: the cost is ||R pi - z||^2 + it.
         self.floor_cost = max(reduced.energy - float(self.target @ self.target), 0.0)
 
@@ -289,13 +293,6 @@ class _ReducedProblem:
         """The unconstrained minimiser (minimum norm when the data do not determine it)."""
         info = self.statistics.information
         return np.linalg.lstsq(info, self.statistics.moment, rcond=1e-12)[0]
-
-
-def _prior_scale(information: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``s_i``: the diagonal of ``A^T W A`` for ``pi`` plus 1e-3 of its mean over all unknowns,
-    the same per-entry scale as the Euclidean prior of ``ConsistentEstimator``."""
-    diagonal = np.clip(np.diag(information), 0.0, None)
-    return diagonal[:N_PI] + 1e-3 * float(diagonal.mean())
 
 
 def _coerce_warm_start(warm_start: Estimate | ArrayLike) -> NDArray[np.float64]:
@@ -341,9 +338,10 @@ class ManifoldEstimator:
     call) have passed. Every iterate is consistent and only decreases are accepted, so it
     always returns the best iterate so far.
 
-    The estimator remembers its last solution and starts the next :meth:`solve` from it
-    (recursive use); :meth:`reset` forgets it. After each solve ``iterations`` (trial steps),
-    ``converged`` and ``cost`` describe the run.
+    The estimator remembers its last solution (``point``, a :class:`ManifoldPoint`) and
+    starts the next :meth:`solve` from it when that is the better start (recursive use);
+    :meth:`reset` forgets it. After each solve ``iterations`` (trial steps), ``converged`` and
+    ``cost`` (``||A x - b||^2_W`` plus the prior term) describe the run.
     """
 
     method = "manifold"
@@ -400,7 +398,7 @@ class ManifoldEstimator:
         point = self._levenberg_marquardt(problem, point, deadline)
         pi = pi_from_manifold(*point)
         x = np.concatenate((pi, problem.offset(pi)))
-        estimate = _make_estimate(stats, x, self.method)
+        estimate = make_estimate(stats, x, self.method)
         if not estimate.physically_consistent:
             raise SolverError(
                 "manifold solution is not physically consistent "
@@ -413,7 +411,8 @@ class ManifoldEstimator:
         self, problem: _ReducedProblem, point: ManifoldPoint, deadline: float | None
     ) -> ManifoldPoint:
         """Levenberg-Marquardt with Marquardt scaling and Nielsen's damping update."""
-        point, residual, cost = _aligned(problem, point)
+        residual = problem.residual(pi_from_manifold(*point))
+        point, residual, cost = _aligned(problem, point, residual)
         model = _Model(problem, point, residual)
         damping, growth = 1e-3, 2.0
         self.iterations, self.converged = 0, False
@@ -445,7 +444,7 @@ class ManifoldEstimator:
             rho = decrease / predicted if predicted > 0.0 else 1.0
             damping *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
             growth = 2.0
-            point, residual, cost = _aligned(problem, trial)
+            point, residual, cost = _aligned(problem, trial, trial_residual)
             relative = decrease <= self.tolerance * (cost + decrease)
             if relative or _step_is_small(taken, point, self.tolerance):
                 self.converged = True
@@ -507,7 +506,7 @@ class _Model:
                 factor = np.linalg.cholesky(matrix[np.ix_(free, free)])
             except np.linalg.LinAlgError:
                 return None
-            reduced[free] = np.linalg.solve(factor.T, np.linalg.solve(factor, rhs))
+            reduced[free] = _cholesky_solve(factor, rhs)
             crossing = free & (reduced < low)
             if not crossing.any():
                 break
@@ -523,7 +522,7 @@ class _Model:
 
 
 def _aligned(
-    problem: _ReducedProblem, point: ManifoldPoint
+    problem: _ReducedProblem, point: ManifoldPoint, residual: NDArray[np.float64]
 ) -> tuple[ManifoldPoint, NDArray[np.float64], float]:
     """The point with its degenerate principal axes turned to diagonalise the gradient.
 
@@ -533,9 +532,8 @@ def _aligned(
     axes of each group of equal moments to the eigenvectors of the cost's gradient
     (``Gamma'`` restricted to the group) exposes it to the moment coordinates. The moments
     of a group are set to their mean; the new point is kept only if its cost is not higher.
-    Returns the point, its residual ``R pi - z`` and cost.
+    Takes and returns the residual ``R pi - z``; also returns the cost.
     """
-    residual = problem.residual(pi_from_manifold(*point))
     cost = float(residual @ residual)
     groups = _equal_moment_groups(point.moments)
     if not groups:
@@ -564,6 +562,11 @@ def _equal_moment_groups(moments: NDArray[np.float64]) -> list[NDArray[np.int64]
     if close.all():
         return [order]
     return [order[i : i + 2] for i in range(2) if close[i]]
+
+
+def _cholesky_solve(factor: NDArray[np.float64], rhs: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``x`` with ``L L^T x = rhs`` for the lower Cholesky factor ``L``."""
+    return solve_triangular(factor.T, solve_triangular(factor, rhs, lower=True), lower=False)
 
 
 def _degenerate_rotations(moments: NDArray[np.float64]) -> NDArray[np.bool_]:

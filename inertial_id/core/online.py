@@ -87,7 +87,8 @@ class OnlineEstimator:
         self.frozen = False
         self.contacts: list[ContactInterval] = []
         self.payload_changes: list[float] = []
-        self._pending: deque[tuple[float, NDArray[np.float64]]] = deque()
+        # Blocks of (stamps (k,), rows (k, 18) = [twist, proper acceleration, wrench]).
+        self._pending: deque[tuple[NDArray[np.float64], NDArray[np.float64]]] = deque()
         self._exclude_until = -np.inf
         self._latest = -np.inf
 
@@ -142,10 +143,9 @@ class OnlineEstimator:
         if start is not None:
             cut = start - self.config.gate_margin
             keep &= t < cut
-            while self._pending and self._pending[-1][0] >= cut:
-                self._pending.pop()
-        for k in np.flatnonzero(keep):
-            self._pending.append((float(t[k]), np.concatenate((v[k], a[k], w[k]))))
+            self._drop_pending_from(cut)
+        if np.any(keep):
+            self._pending.append((t[keep], np.hstack((v[keep], a[keep], w[keep]))))
         if t.size:
             self._latest = max(self._latest, float(t[-1]))
         self._release()
@@ -171,14 +171,28 @@ class OnlineEstimator:
             events.append("payload_change")
         return result.t2, result.contact
 
+    def _drop_pending_from(self, cut: float) -> None:
+        """Forget held samples stamped at or after ``cut``."""
+        while self._pending and self._pending[-1][0][-1] >= cut:
+            stamps, rows = self._pending.pop()
+            earlier = stamps < cut
+            if earlier.any():
+                self._pending.append((stamps[earlier], rows[earlier]))
+                break
+
     def _release(self) -> None:
         """Move samples older than the gate margin into the statistics."""
         horizon = self._latest - self.config.gate_margin
-        rows = []
-        while self._pending and self._pending[0][0] <= horizon:
-            rows.append(self._pending.popleft()[1])
-        if rows and not self.frozen:
-            data = np.asarray(rows)
+        released = []
+        while self._pending and self._pending[0][0][0] <= horizon:
+            stamps, rows = self._pending.popleft()
+            split = int(np.searchsorted(stamps, horizon, side="right"))
+            released.append(rows[:split])
+            if split < stamps.size:
+                self._pending.appendleft((stamps[split:], rows[split:]))
+                break
+        if released and not self.frozen:
+            data = np.concatenate(released)
             self.identifier.add(data[:, :6], data[:, 6:12], data[:, 12:])
 
     def _payload_change(self, start: float) -> None:

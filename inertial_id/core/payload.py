@@ -21,10 +21,12 @@ from inertial_id.core.estimators import (
     Estimate,
     least_squares,
 )
+from inertial_id.core.manifold import ManifoldEstimator
+from inertial_id.core.pls import pls
 from inertial_id.core.regressor import measurement_matrix, wrench_sign
 from inertial_id.core.statistics import SlidingWindow, SufficientStatistics
 
-METHODS = ("lmi_sdp", "least_squares")
+METHODS = ("lmi_sdp", "manifold", "least_squares", "pls")
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,9 @@ class PayloadConfig:
     their inverse variances. Recursive mode: ``forgetting_factor`` in (0, 1] scales old data
     per sample (1 keeps everything). Windowed mode (``window_samples > 0``): only the last
     ``window_samples`` samples count, kept as blocks of ``block_samples``. ``method``:
-    ``lmi_sdp`` (consistent) or ``least_squares``. ``prior``, ``prior_weight``,
+    ``lmi_sdp`` (consistent, convex SDP), ``manifold`` (consistent, Traversaro 2016, warm
+    started, within ``time_budget`` seconds if set), ``least_squares`` or ``pls`` (baselines;
+    PLS with ``pls_components``, all if 0). ``prior``, ``prior_weight``,
     ``regularization`` and ``constraints`` go to :class:`ConsistentEstimator`.
     ``known_offset``: a fixed F/T offset (e.g. zeros for a tared sensor); None estimates it.
     ``solve_timeout`` (s): a slower SDP solve fails (and the last estimate stays).
@@ -56,6 +60,8 @@ class PayloadConfig:
     constraints: Constraints = field(default_factory=Constraints)
     known_offset: tuple[float, ...] | None = None
     solve_timeout: float | None = None
+    time_budget: float | None = None
+    pls_components: int = 0
 
     def __post_init__(self) -> None:
         wrench_sign(self.wrench_sign)
@@ -67,6 +73,8 @@ class PayloadConfig:
             raise InertialIdError("forgetting_factor must be in (0, 1]")
         if self.window_samples < 0 or self.block_samples < 1:
             raise InertialIdError("window_samples must be >= 0 and block_samples >= 1")
+        if self.known_offset is not None and self.method in ("manifold", "pls"):
+            raise InertialIdError(f"known_offset is not supported by method {self.method}")
         if self.prior is not None and len(self.prior) != 10:
             raise InertialIdError(f"prior needs the 10 entries of pi, got {len(self.prior)}")
 
@@ -85,6 +93,10 @@ class PayloadIdentifier:
             epsilon=c.epsilon, prior=c.prior, prior_weight=c.prior_weight,
             regularization=c.regularization, constraints=c.constraints,
             known_offset=c.known_offset, time_limit=c.solve_timeout,
+        )
+        self._manifold = ManifoldEstimator(
+            prior=c.prior, prior_weight=c.prior_weight if c.prior is not None else 0.0,
+            time_budget=c.time_budget,
         )
         self.reset()
 
@@ -117,6 +129,11 @@ class PayloadIdentifier:
 
     def estimate(self) -> Estimate:
         """Solve with the configured method (raises ``SolverError`` when it cannot)."""
-        if self.config.method == "least_squares":
+        method = self.config.method
+        if method == "least_squares":
             return least_squares(self.statistics, self.config.known_offset)
+        if method == "pls":
+            return pls(self.statistics, self.config.pls_components or None)
+        if method == "manifold":
+            return self._manifold.solve(self.statistics)
         return self._sdp.solve(self.statistics)

@@ -101,9 +101,11 @@ class PayloadPipeline:
         self._last_time = float(batch.times[-1])
         if self._next_solve is None:
             self._next_solve = float(batch.times[0]) + self.solve_period
-        while self._last_time >= self._next_solve:
-            self.solve(self._next_solve)
-            self._next_solve += self.solve_period
+        if self._last_time >= self._next_solve:
+            # One solve per due period; a long batch does not re-solve the same statistics.
+            self.solve(self._last_time)
+            periods = np.floor((self._last_time - self._next_solve) / self.solve_period) + 1
+            self._next_solve += periods * self.solve_period
         return n
 
     def solve(self, t: float | None = None) -> Estimate | None:

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from inertial_id.core.errors import InertialIdError, SolverError
-from inertial_id.core.estimators import N_UNKNOWNS, Estimate, _make_estimate
+from inertial_id.core.estimators import Estimate, make_estimate
 from inertial_id.core.statistics import SufficientStatistics
 
 # A component whose cross-product or score is this small, relative to the first, ends the
@@ -54,9 +54,9 @@ def pls_path(stats: SufficientStatistics, n_components: int | None = None) -> ND
     """PLS1 solutions ``x`` (in the original units) after 1, 2, ... components, as rows.
 
     Stops early when the Krylov space is exhausted (the last row is then least squares), so
-    there may be fewer rows than ``n_components`` (default: all 16).
+    there may be fewer rows than ``n_components`` (default: all, 16 for ``[pi; offset]``).
     """
-    limit = N_UNKNOWNS if n_components is None else int(n_components)
+    limit = stats.n_unknowns if n_components is None else int(n_components)
     if not 1 <= limit <= stats.n_unknowns:
         raise InertialIdError(f"n_components must be in 1..{stats.n_unknowns}, got {limit}")
     xtx, xty, norms = _scaled_problem(stats)
@@ -95,7 +95,7 @@ def pls(stats: SufficientStatistics, n_components: int | None = None) -> Estimat
     this solution's residual.
     """
     x = pls_path(stats, n_components)[-1]
-    return _make_estimate(stats, x, "pls")
+    return make_estimate(stats, x, "pls")
 
 
 def pls_components_by_rss(stats: SufficientStatistics, tolerance: float = 1e-3) -> int:
