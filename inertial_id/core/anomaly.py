@@ -28,7 +28,7 @@ def t2_threshold(p: int, n: float, confidence: float) -> float:
     """Hotelling ``T^2`` threshold for ``p`` variables, covariance from ``n`` samples."""
     if not 0.0 < confidence < 1.0:
         raise InertialIdError(f"confidence must be in (0, 1), got {confidence}")
-    if n <= p:
+    if not n > p:  # also rejects NaN
         raise InertialIdError(f"need more than {p} samples for the threshold, got {n}")
     f = stats.f.ppf(confidence, p, n - p)
     return float(p * (n - 1) * (n + 1) / (n * (n - p)) * f)
@@ -44,6 +44,8 @@ def robust_mean_covariance(
     (inflated for the trimming). Returns ``(mean, covariance, inliers)``.
     """
     e = np.asarray(residuals, dtype=float)
+    if e.ndim != 2 or not np.all(np.isfinite(e)):
+        raise SampleError(f"residuals must be a finite (n, p) array, got shape {e.shape}")
     n, p = e.shape
     if n <= 2 * p:
         raise SampleError(f"need more than {2 * p} residuals to learn a covariance, got {n}")
@@ -108,6 +110,10 @@ class T2Monitor:
     def __post_init__(self) -> None:
         if self.on_samples < 1 or self.off_samples < 1 or not 0.0 < self.release <= 1.0:
             raise InertialIdError("on_samples, off_samples >= 1 and release in (0, 1]")
+        if not 0.0 < self.confidence < 1.0:
+            raise InertialIdError(f"confidence must be in (0, 1), got {self.confidence}")
+        if self.training_samples <= 12:
+            raise InertialIdError(f"training_samples must exceed 12, got {self.training_samples}")
         self._training: list[NDArray[np.float64]] = []
         self._n = 0
         self._threshold = float("inf")
@@ -137,15 +143,25 @@ class T2Monitor:
         return self._in_contact
 
     @property
+    def candidate_start(self) -> float | None:
+        """First stamp of the current run above the threshold (contact or being debounced)."""
+        return self._start if (self._in_contact or self._above > 0) else None
+
+    @property
     def contact_start(self) -> float | None:
         """Stamp of the first sample above the threshold of the current contact, if in one."""
         return self._start if self._in_contact else None
 
     def _set_covariance(self, mean: NDArray[np.float64], cov: NDArray[np.float64],
                         n: int) -> None:
+        """Adopt a mean and covariance (all or nothing: bad input leaves the state as it was)."""
+        threshold = t2_threshold(cov.shape[0], n, self.confidence)
+        try:
+            inverse = np.linalg.inv(cov)
+        except np.linalg.LinAlgError as exc:
+            raise SampleError("the residual covariance is singular") from exc
         self.mean, self.covariance, self._n = mean, cov, n
-        self._inverse = np.linalg.inv(cov)
-        self._threshold = t2_threshold(cov.shape[0], n, self.confidence)
+        self._inverse, self._threshold = inverse, threshold
 
     def reset(self) -> None:
         """Forget the learned covariance and any contact state."""
@@ -154,19 +170,27 @@ class T2Monitor:
         self._above = self._below = 0
         self._in_contact = False
 
+    def clear_contact(self) -> None:
+        """End any contact or pending run without logging an interval (e.g. after a tare)."""
+        self._in_contact = False
+        self._above = self._below = 0
+
     def t2(self, residuals: ArrayLike) -> NDArray[np.float64]:
         """``T^2`` of residuals (N, 6) under the learned covariance."""
         if self._inverse is None or self.mean is None:
             raise InertialIdError("the T^2 monitor is not trained yet")
-        d = np.atleast_2d(np.asarray(residuals, dtype=float)) - self.mean
+        e = np.atleast_2d(np.asarray(residuals, dtype=float))
+        if e.ndim != 2 or e.shape[1] != self.mean.size:
+            raise SampleError(f"residuals must be (N, {self.mean.size}), got {e.shape}")
+        d = e - self.mean
         return np.einsum("ij,ij->i", d @ self._inverse, d)
 
     def update(self, times: ArrayLike, residuals: ArrayLike) -> T2Result:
         """Process N residuals (N, 6) with stamps (N,); returns T^2 and contact flags."""
         t = np.asarray(times, dtype=float)
         e = np.atleast_2d(np.asarray(residuals, dtype=float))
-        if e.shape != (t.size, 6) or not np.all(np.isfinite(e)):
-            raise SampleError(f"residuals must be ({t.size}, 6) and finite")
+        if e.shape != (t.size, 6) or not (np.all(np.isfinite(e)) and np.all(np.isfinite(t))):
+            raise SampleError(f"residuals must be ({t.size}, 6) and finite, stamps finite")
         if not self.ready:
             self._train(e)
             return T2Result(np.zeros(t.size), np.zeros(t.size, dtype=bool), self._threshold)

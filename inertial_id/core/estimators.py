@@ -271,7 +271,8 @@ class ConsistentEstimator:
     def _constraint_list(self, pi: cp.Expression, jmat: cp.Expression) -> list:
         constraints = [jmat - self._margin >> 0]
         if self.known_offset is not None:
-            constraints.append(self._x[N_PI:] == self.known_offset)
+            self._offset = cp.Parameter(N_OFFSET)
+            constraints.append(self._x[N_PI:] == self._offset)
         extra = self.constraints
         if extra.bounding_ellipsoid is not None:
             self._q = cp.Parameter((4, 4), symmetric=True)
@@ -316,6 +317,8 @@ class ConsistentEstimator:
         t = np.array([length, length, length, 1.0])
         r, z = square_root(stats)
         self._r.value, self._z.value = r * scale, z
+        if self.known_offset is not None:
+            self._offset.value = self.known_offset
         self._margin.value = np.diag(self.epsilon / (mass * t * t))
         extra = self.constraints
         if extra.bounding_ellipsoid is not None:

@@ -16,16 +16,23 @@ wrench) and
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.anomaly import ContactInterval, T2Monitor
 from inertial_id.core.errors import InertialIdError, SolverError
-from inertial_id.core.estimators import N_PI, Estimate
+from inertial_id.core.estimators import Estimate
 from inertial_id.core.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.regressor import predicted_wrench
+
+CHANGE_OUTLIERS = 0.05
+"""Share of an anomaly's samples a candidate new payload may leave unexplained."""
+CHANGE_RECHECK = 0.5
+"""Seconds between two payload-change checks during a long anomaly."""
+TARE_SAMPLES = 200
+"""Latest samples (at most this many batches of them) whose mean residual a tare removes."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,10 @@ class OnlineConfig:
     def __post_init__(self) -> None:
         if self.min_samples < 1 or self.gate_margin < 0 or self.payload_change_after < 0:
             raise InertialIdError("min_samples >= 1, gate_margin >= 0, payload_change_after >= 0")
+        if not 0.0 < self.confidence < 1.0:
+            raise InertialIdError(f"confidence must be in (0, 1), got {self.confidence}")
+        if self.training_samples <= 2 * 6:
+            raise InertialIdError(f"training_samples must exceed 12, got {self.training_samples}")
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,11 @@ class OnlineEstimator:
         self._pending: deque[tuple[NDArray[np.float64], NDArray[np.float64]]] = deque()
         self._exclude_until = -np.inf
         self._latest = -np.inf
+        # Samples of the current anomaly: (stamps, rows [twist, proper, wrench, raw wrench]).
+        self._anomaly: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
+        self._next_change_check = np.inf
+        self._recent_residuals: deque[NDArray[np.float64]] = deque(maxlen=TARE_SAMPLES)
+        self._candidate: PayloadIdentifier | None = None
 
     def _new_monitor(self) -> T2Monitor:
         c = self.config
@@ -138,12 +154,17 @@ class OnlineEstimator:
             residual = raw - self.predict(v, a)
             if self.config.monitor and (self.monitor.ready or self.converged):
                 t2, contact = self._monitor(t, residual, events)
+        if self.estimate is not None:
+            self._recent_residuals.append(residual)
         keep = ~contact & (t > self._exclude_until)
         start = self.monitor.contact_start
         if start is not None:
             cut = start - self.config.gate_margin
             keep &= t < cut
             self._drop_pending_from(cut)
+            self._anomaly.append((t[~keep], np.hstack((v, a, w, raw))[~keep]))
+            if t[-1] >= self._next_change_check:
+                self._check_payload_change(t[-1], events)
         if np.any(keep):
             self._pending.append((t[keep], np.hstack((v[keep], a[keep], w[keep]))))
         if t.size:
@@ -160,15 +181,15 @@ class OnlineEstimator:
             events.append("monitor_trained")
         if self.monitor.in_contact and not was_in_contact:
             events.append("contact_start")
+            self._anomaly = []
+            start = self.monitor.contact_start or t[-1]
+            after = self.config.payload_change_after
+            self._next_change_check = start + after if after > 0 else np.inf
         if len(self.monitor.intervals) > n_intervals:
             events.append("contact_end")
             self.contacts.extend(self.monitor.intervals[n_intervals:])
             self._exclude_until = self.monitor.intervals[-1].end + self.config.gate_margin
-        start = self.monitor.contact_start
-        if (start is not None and self.config.payload_change_after > 0
-                and t[-1] - start > self.config.payload_change_after):
-            self._payload_change(start)
-            events.append("payload_change")
+            self._anomaly, self._next_change_check = [], np.inf
         return result.t2, result.contact
 
     def _drop_pending_from(self, cut: float) -> None:
@@ -183,6 +204,9 @@ class OnlineEstimator:
     def _release(self) -> None:
         """Move samples older than the gate margin into the statistics."""
         horizon = self._latest - self.config.gate_margin
+        candidate = self.monitor.candidate_start
+        if candidate is not None:  # a possible contact: hold what is within the margin of it
+            horizon = min(horizon, np.nextafter(candidate - self.config.gate_margin, -np.inf))
         released = []
         while self._pending and self._pending[0][0][0] <= horizon:
             stamps, rows = self._pending.popleft()
@@ -195,13 +219,51 @@ class OnlineEstimator:
             data = np.concatenate(released)
             self.identifier.add(data[:, :6], data[:, 6:12], data[:, 12:])
 
-    def _payload_change(self, start: float) -> None:
-        """Restart the statistics; the new payload is identified from the next samples."""
-        self.payload_changes.append(start)
+    def _check_payload_change(self, now: float, events: list[str]) -> None:
+        """Is the sustained anomaly a new payload? Fit one to the anomaly's samples.
+
+        A candidate payload (offset kept) is fitted to the samples since the anomaly began;
+        if it explains them (under ``CHANGE_OUTLIERS`` of their raw residuals above the T^2
+        threshold) the robot holds something new: the statistics restart from those samples.
+        Otherwise it is a long contact, checked again ``CHANGE_RECHECK`` seconds later.
+        """
+        self._next_change_check = now + CHANGE_RECHECK
+        if self.estimate is None or not self._anomaly:
+            return
+        stamps = np.concatenate([block[0] for block in self._anomaly])
+        rows = np.concatenate([block[1] for block in self._anomaly])
+        if stamps.size < self.config.min_samples // 5:
+            return
+        candidate = self._candidate_identifier()
+        candidate.reset()
+        candidate.add(rows[:, :6], rows[:, 6:12], rows[:, 12:18])
+        try:
+            body = candidate.estimate()
+        except InertialIdError:
+            return
+        predicted = predicted_wrench(body.pi, rows[:, :6], rows[:, 6:12], self.estimate.offset,
+                                     self.identifier.sign)
+        outliers = np.mean(self.monitor.t2(rows[:, 18:] - predicted) > self.monitor.threshold)
+        if outliers >= CHANGE_OUTLIERS:
+            return
+        self.payload_changes.append(float(stamps[0]))
+        events.append("payload_change")
         self.identifier.reset()
+        self.identifier.add(rows[:, :6], rows[:, 6:12], rows[:, 12:18])
         self.monitor = self._new_monitor()
         self.estimate = None
+        self._anomaly, self._next_change_check = [], np.inf
         self._exclude_until = -np.inf
+
+    def _candidate_identifier(self) -> PayloadIdentifier:
+        if self._candidate is None:
+            payload = replace(self.config.payload, method="lmi_sdp", window_samples=0,
+                              forgetting_factor=1.0,
+                              known_offset=tuple(float(x) for x in self.estimate.offset))
+            self._candidate = PayloadIdentifier(payload)
+        else:
+            self._candidate.set_known_offset(self.estimate.offset)
+        return self._candidate
 
     def solve(self) -> Estimate | None:
         """Re-estimate (unless in contact, frozen or short of data); keeps the last good one.
@@ -227,21 +289,22 @@ class OnlineEstimator:
         self._exclude_until = -np.inf
 
     def tare(self) -> Estimate:
-        """Re-estimate the F/T offset with the payload known, from the statistics at hand.
+        """Re-estimate the F/T offset with the payload known, keeping what the data say of it.
 
-        With ``pi`` fixed, the offset minimising the weighted residual solves
-        ``H_oo offset = g_o - H_op pi``. The statistics then restart (old data carry the old
-        offset) and the estimate keeps ``pi`` with the new offset.
+        Call it when nothing touches the payload. The new offset is the current one plus the
+        mean residual of the latest ``TARE_SAMPLES`` samples (their residuals only carry the
+        bias change then). The statistics keep their information on ``pi`` with the old offset
+        eliminated (Schur complement), so only the offset is learned anew; an anomaly the
+        bias change raised is cleared without being logged as a contact.
         """
-        if self.estimate is None:
-            raise InertialIdError("tare needs an estimate of the payload first")
-        stats = self.identifier.statistics
-        h, g = stats.information, stats.moment
-        if stats.samples < 1:
-            raise InertialIdError("tare needs samples")
-        offset = np.linalg.solve(h[N_PI:, N_PI:], g[N_PI:] - h[N_PI:, :N_PI] @ self.estimate.pi)
-        self.estimate = Estimate(self.estimate.body, offset, self.estimate.covariance,
-                                 self.estimate.samples, self.estimate.condition_number,
-                                 self.estimate.method)
-        self.identifier.reset()
+        if self.estimate is None or not self._recent_residuals:
+            raise InertialIdError("tare needs an estimate of the payload and recent samples")
+        recent = np.concatenate(self._recent_residuals)[-TARE_SAMPLES:]
+        offset = self.estimate.offset + recent.mean(axis=0)
+        self.identifier.forget_offset()
+        self._recent_residuals.clear()
+        self.monitor.clear_contact()
+        self._anomaly, self._next_change_check = [], np.inf
+        self._exclude_until = self._latest + self.config.gate_margin
+        self.estimate = replace(self.estimate, offset=offset)
         return self.estimate

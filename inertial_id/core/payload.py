@@ -15,6 +15,7 @@ from numpy.typing import ArrayLike
 
 from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.estimators import (
+    N_PI,
     N_UNKNOWNS,
     ConsistentEstimator,
     Constraints,
@@ -112,6 +113,21 @@ class PayloadIdentifier:
     def statistics(self) -> SufficientStatistics:
         """Statistics of the data that count now (all, forgotten, or the window)."""
         return self._all if self._window is None else self._window.statistics
+
+    def set_known_offset(self, offset: ArrayLike) -> None:
+        """Change the fixed F/T offset (only with ``known_offset`` configured)."""
+        if self.config.known_offset is None:
+            raise InertialIdError("the offset is estimated, not known")
+        self._sdp.known_offset = np.asarray(offset, dtype=float).copy()
+
+    def forget_offset(self) -> None:
+        """Keep the data's information on ``pi`` but none on the offset (after a bias change).
+
+        The old offset is eliminated from the statistics (Schur complement); the offset block
+        starts empty and new samples determine it.
+        """
+        target = self._all if self._window is None else self._window
+        target.eliminate_offset(N_PI)
 
     def add(self, twist: ArrayLike, proper_acceleration: ArrayLike, wrench: ArrayLike) -> None:
         """Accumulate N samples: (N, 6) twists, proper accelerations and measured wrenches."""

@@ -71,6 +71,24 @@ class SufficientStatistics:
         self.rows *= factor
         self.samples *= factor
 
+    def eliminate_offset(self, n_kept: int) -> None:
+        """Marginalise the unknowns after the first ``n_kept`` (Schur complement).
+
+        The kept unknowns keep exactly the information the data give on them with the others
+        free; the others' blocks become zero (undetermined until new rows arrive).
+        """
+        h, g = self.information, self.moment
+        h_oo = h[n_kept:, n_kept:]
+        if np.any(np.diag(h_oo) > 0):
+            solve = np.linalg.pinv(h_oo, hermitian=True)
+            h_po = h[:n_kept, n_kept:]
+            self.energy -= float(g[n_kept:] @ solve @ g[n_kept:])
+            self.moment = np.concatenate((g[:n_kept] - h_po @ solve @ g[n_kept:],
+                                          np.zeros(self.n_unknowns - n_kept)))
+            reduced = h[:n_kept, :n_kept] - h_po @ solve @ h_po.T
+            self.information = np.zeros_like(h)
+            self.information[:n_kept, :n_kept] = reduced
+
     def copy(self) -> SufficientStatistics:
         """An independent copy."""
         out = SufficientStatistics(self.n_unknowns)
@@ -110,6 +128,11 @@ class SlidingWindow:
             self._current = SufficientStatistics(self.n_unknowns)
             if len(self._blocks) > self.max_blocks:
                 self._blocks.popleft()
+
+    def eliminate_offset(self, n_kept: int) -> None:
+        """:meth:`SufficientStatistics.eliminate_offset` on every block."""
+        for block in (*self._blocks, self._current):
+            block.eliminate_offset(n_kept)
 
     @property
     def statistics(self) -> SufficientStatistics:

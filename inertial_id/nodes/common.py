@@ -9,9 +9,10 @@ from typing import Any
 import rclpy
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import (
     DurabilityPolicy,
     HistoryPolicy,
@@ -52,20 +53,22 @@ def latched_qos() -> QoSProfile:
 
 
 def declare(
-    node: Node, name: str, default: Any, description: str, array_type: int | None = None
+    node: Node, name: str, default: Any, description: str,
+    array_type: Parameter.Type | None = None,
 ) -> Any:
     """Declare a read-only parameter with a description and return its value.
 
-    ``array_type`` (a ``ParameterType`` constant) types a parameter whose default is ``[]``.
+    ``array_type`` types a parameter whose default is ``[]`` (rclpy cannot infer the type of
+    an empty list): it is declared by type, and the default applies when no value is given.
     """
     descriptor = ParameterDescriptor(description=description, read_only=True)
-    if array_type is not None:
-        descriptor.type = array_type
-    return node.declare_parameter(name, default, descriptor).value
+    if array_type is None:
+        return node.declare_parameter(name, default, descriptor).value
+    parameter = node.declare_parameter(name, array_type, descriptor)
+    return default if parameter.type_ == Parameter.Type.NOT_SET else parameter.value
 
 
-_ARRAY_TYPES = {"string": ParameterType.PARAMETER_STRING_ARRAY,
-                "double": ParameterType.PARAMETER_DOUBLE_ARRAY}
+_ARRAY_TYPES = {"string": Parameter.Type.STRING_ARRAY, "double": Parameter.Type.DOUBLE_ARRAY}
 
 
 def declare_all(node: Node, params: Sequence[Param]) -> dict[str, Any]:

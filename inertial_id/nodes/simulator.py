@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
-from rcl_interfaces.msg import ParameterType
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 
@@ -34,7 +34,7 @@ from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import check, declare, latched_qos, run, sensor_qos, to_stamp
 from inertial_id.nodes.conversions import array_to_wrench, body_to_msg
 
-_DOUBLES = ParameterType.PARAMETER_DOUBLE_ARRAY
+_DOUBLES = Parameter.Type.DOUBLE_ARRAY
 
 
 class Simulator(Node):

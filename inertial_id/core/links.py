@@ -1,0 +1,1038 @@
+"""Identification of a robot's own links from joint torques (or motor efforts).
+
+Conventions
+-----------
+- Each moving joint ``i`` of the (reduced) chain carries one rigid **body**: its URDF child link
+  plus everything rigidly attached to it (fixed-joint children, locked sub-trees), as pinocchio
+  merges them. Its parameters ``pi_i`` are in the package order
+  ``[m, mcx, mcy, mcz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]`` **about the origin of joint i's frame, in
+  its axes** (for a URDF that is the child link's frame), SI units. The standard vector stacks
+  them in pinocchio's joint order: ``pi = [pi_1; ...; pi_n]`` (10 n entries).
+- The **own** parameters of the child link are ``pi_i - a_i``, with ``a_i`` the CAD parameters
+  of the rest of the body (:attr:`LinkModel.attachments`); the URDF writer writes them.
+- Joint model: ``e_j = s_j (Y_j(q, qd, qdd) pi) + F_j(qd) phi_j`` per joint ``j``, with ``e`` the
+  measured effort, ``Y`` the joint-torque regressor (gravity included), ``F`` the friction
+  regressor (:class:`FrictionModel`) and ``s_j`` the **effort scale**: effort units per N m
+  (N for a prismatic joint). A drive gain ``k_j`` (torque per effort unit) is ``1 / s_j``. With
+  efforts that already are torques ``s = 1``. Friction ``phi`` is in effort units.
+- Drive gains and the scale ambiguity: ``(s, pi, phi) -> (s / a, a pi, phi)`` leaves every
+  effort unchanged, so efforts alone never give the absolute scale of ``pi`` when all gains are
+  unknown (Traversaro et al. 2013, Gautier and Briot 2011). Something must anchor it: known
+  gains (``s`` fixed), a known payload, an F/T sensor, or a CAD prior. Here
+  :meth:`LinkIdentification.fit_cad` fits ``s_j`` per joint against the CAD torques, and the
+  prior of the constrained estimators then anchors the scale when gains are refined.
+- Base parameters (Gautier's numerical method, used by Bonnet et al. 2016): ``Y = Y_b K`` and
+  ``pi_b = K pi``; ``Y_b`` has full column rank.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import cvxpy as cp
+import numpy as np
+import pinocchio as pin
+import scipy.linalg
+from numpy.typing import ArrayLike, NDArray
+
+from inertial_id.core.errors import InertialIdError, ModelError, SampleError, SolverError
+from inertial_id.core.estimators import (
+    _covariance_factor,
+    pseudo_inertia_expression,
+    square_root,
+)
+from inertial_id.core.kinematics import SensorKinematics, load_urdf_model
+from inertial_id.core.parameters import (
+    PI_NAMES,
+    BodyParameters,
+    from_pinocchio_order,
+    is_physically_consistent,
+    pseudo_inertia,
+    to_pinocchio_order,
+)
+from inertial_id.core.pls import pls_components_by_rss, pls_path
+from inertial_id.core.statistics import SufficientStatistics
+
+N_PI = 10
+# Column permutation pinocchio -> package order: ours[..., i] = pinocchio's[..., _FROM_PIN[i]].
+_FROM_PIN = from_pinocchio_order(np.arange(N_PI)).astype(int)
+
+
+# --------------------------------------------------------------------------- the chain model
+
+
+def urdf_text(urdf: str) -> str:
+    """URDF text from text or a file path (:class:`ModelError` when unreadable)."""
+    if urdf.lstrip().startswith("<"):
+        return urdf
+    path = Path(urdf).expanduser()
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise ModelError(f"cannot read URDF file {path}: {exc.strerror}") from exc
+
+
+def _lock_positions(
+    model: pin.Model, joints: Sequence[str] | None, locked: Mapping[str, float] | None
+) -> dict[str, float]:
+    """Positions of the joints to lock: ``locked``, plus every joint not in ``joints`` at 0
+    (clipped into its limits)."""
+    lock = dict(locked or {})
+    if joints is None:
+        return lock
+    names = list(model.names)[1:]
+    missing = [j for j in joints if j not in names]
+    if missing:
+        raise ModelError(f"joints not in the URDF: {', '.join(missing)}")
+    for name in names:
+        if name in joints or name in lock:
+            continue
+        joint = model.joints[model.getJointId(name)]
+        value = 0.0
+        if joint.nq == 1:
+            lo, hi = model.lowerPositionLimit[joint.idx_q], model.upperPositionLimit[joint.idx_q]
+            if lo <= hi:
+                value = float(np.clip(0.0, lo, hi))
+        lock[name] = value
+    return lock
+
+
+def _rpy_matrix(rpy: Sequence[float]) -> NDArray[np.float64]:
+    return pin.rpy.rpyToMatrix(*[float(v) for v in rpy])
+
+
+def _floats(text: str | None, default: Sequence[float]) -> list[float]:
+    return [float(v) for v in text.split()] if text else list(default)
+
+
+def urdf_link_inertials(text: str) -> dict[str, BodyParameters]:
+    """Each URDF link's ``<inertial>`` as parameters about the **link frame origin**, link axes."""
+    root = ET.fromstring(text)
+    out: dict[str, BodyParameters] = {}
+    for link in root.iter("link"):
+        inertial = link.find("inertial")
+        if inertial is None or inertial.find("mass") is None:
+            continue
+        origin = inertial.find("origin")
+        xyz = _floats(origin.get("xyz") if origin is not None else None, (0, 0, 0))
+        rpy = _floats(origin.get("rpy") if origin is not None else None, (0, 0, 0))
+        mass = float(inertial.find("mass").get("value", "0"))
+        tensor = inertial.find("inertia")
+        keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+        values = [float(tensor.get(k, "0")) if tensor is not None else 0.0 for k in keys]
+        inertia = np.array([[values[0], values[1], values[2]],
+                            [values[1], values[3], values[4]],
+                            [values[2], values[4], values[5]]])
+        rotation = _rpy_matrix(rpy)
+        out[link.get("name")] = BodyParameters.from_mass_com_inertia(
+            mass, xyz, rotation @ inertia @ rotation.T)
+    return out
+
+
+def transform_parameters(pi: ArrayLike, placement: pin.SE3) -> NDArray[np.float64]:
+    """``pi`` of a body given in frame B, expressed in frame A, with ``placement`` = A_M_B."""
+    body = BodyParameters.from_pi(pi)
+    r, p = placement.rotation, placement.translation
+    m, h = body.mass, r @ body.first_moment
+    # I_A = R I_B R^T - m [p]x[p]x - [p]x[h']x - [h']x[p]x  with h' = R h_B (in A's axes).
+    px, hx = _skew(p), _skew(h)
+    inertia = r @ body.inertia_origin @ r.T - m * px @ px - px @ hx - hx @ px
+    return np.concatenate(([m], h + m * p, _sym6(inertia)))
+
+
+def _skew(v: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+def _sym6(m: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.array([m[0, 0], m[0, 1], m[0, 2], m[1, 1], m[1, 2], m[2, 2]])
+
+
+class LinkModel:
+    """A URDF chain for link identification: pinocchio model, CAD parameters, limits.
+
+    ``joints`` are the moving joints (every other joint is locked at 0, clipped into its
+    limits, unless ``locked`` gives its position); with ``joints=None`` only ``locked`` joints
+    are locked. Joint order is pinocchio's (depth-first over the URDF tree), see
+    :attr:`joint_names`; only 1-DoF joints are supported.
+    """
+
+    def __init__(
+        self,
+        urdf: str,
+        joints: Sequence[str] | None = None,
+        locked: Mapping[str, float] | None = None,
+        sensor_frame: str = "universe",
+    ) -> None:
+        self.urdf = urdf_text(urdf)
+        full = load_urdf_model(self.urdf)
+        self.locked = _lock_positions(full, joints, locked)
+        # SensorKinematics builds the reduced model and maps positions to configurations.
+        self.kinematics = SensorKinematics(self.urdf, sensor_frame, locked_joints=self.locked)
+        self.model: pin.Model = self.kinematics.model
+        self.data = self.model.createData()
+        self.joint_names: list[str] = list(self.kinematics.joint_names)
+        self.n = len(self.joint_names)
+        self.cad = np.array([BodyParameters.from_pinocchio(self.model.inertias[i]).pi
+                             for i in range(1, self.model.njoints)])
+        self.link_names, self.link_placements = self._child_links()
+        self.own_cad, self.attachments = self._own_and_attached()
+        self._idx_q = [j.idx_q for j in self.model.joints[1:]]
+        self._unbounded = [j.nq == 2 for j in self.model.joints[1:]]
+
+    # -- structure -----------------------------------------------------------------------
+
+    def _child_links(self) -> tuple[list[str], list[pin.SE3]]:
+        """URDF child link of each moving joint and its placement in the joint frame."""
+        root = ET.fromstring(self.urdf)
+        child = {j.get("name"): j.find("child").get("link") for j in root.iter("joint")
+                 if j.find("child") is not None}
+        names, placements = [], []
+        for name in self.joint_names:
+            link = child.get(name)
+            if link is None or not self.model.existFrame(link):
+                raise ModelError(f"joint {name} has no child link frame in the model")
+            frame = self.model.frames[self.model.getFrameId(link)]
+            names.append(link)
+            placements.append(frame.placement.copy())
+        return names, placements
+
+    def _own_and_attached(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """CAD parameters of each child link alone and of the rest of its body (joint frame)."""
+        inertials = urdf_link_inertials(self.urdf)
+        own = np.zeros((self.n, N_PI))
+        for i, (link, placement) in enumerate(zip(self.link_names, self.link_placements,
+                                                  strict=True)):
+            if link in inertials:
+                own[i] = transform_parameters(inertials[link].pi, placement)
+        return own, self.cad - own
+
+    @property
+    def parameter_names(self) -> list[str]:
+        """``joint.m``, ``joint.mcx`` ... for the standard vector (10 per joint)."""
+        return [f"{j}.{p}" for j in self.joint_names for p in PI_NAMES]
+
+    @property
+    def position_limits(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Lower and upper position limits per joint (continuous joints: -pi, pi)."""
+        lo = np.array([-np.pi if u else self.model.lowerPositionLimit[i]
+                       for i, u in zip(self._idx_q, self._unbounded, strict=True)])
+        hi = np.array([np.pi if u else self.model.upperPositionLimit[i]
+                       for i, u in zip(self._idx_q, self._unbounded, strict=True)])
+        return lo, hi
+
+    @property
+    def velocity_limits(self) -> NDArray[np.float64]:
+        """Velocity limit per joint (rad/s or m/s)."""
+        return np.asarray(self.model.velocityLimit, dtype=float).copy()
+
+    @property
+    def effort_limits(self) -> NDArray[np.float64]:
+        """Effort limit per joint (N m or N)."""
+        return np.asarray(self.model.effortLimit, dtype=float).copy()
+
+    def order(self, names: Sequence[str]) -> NDArray[np.intp]:
+        """Index into ``names`` of each model joint (:class:`SampleError` when one is missing)."""
+        position = {n: i for i, n in enumerate(names)}
+        missing = [n for n in self.joint_names if n not in position]
+        if missing:
+            raise SampleError(f"data lack the joints {', '.join(missing)}")
+        return np.array([position[n] for n in self.joint_names], dtype=np.intp)
+
+    # -- dynamics --------------------------------------------------------------------------
+
+    def regressor(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> NDArray[np.float64]:
+        """Joint-torque regressor ``Y`` with ``tau = Y pi``: (N, nv) inputs -> (N, nv, 10 n).
+
+        Columns in the package order per body, parameters about each joint frame's origin.
+        """
+        q, qd, qdd = self._batch(q, qd, qdd)
+        out = np.empty((q.shape[0], self.n, N_PI * self.n))
+        for k in range(q.shape[0]):
+            y = pin.computeJointTorqueRegressor(self.model, self.data,
+                                                self.kinematics.configuration(q[k]), qd[k], qdd[k])
+            out[k] = y.reshape(self.n, self.n, N_PI)[:, :, _FROM_PIN].reshape(self.n, -1)
+        return out
+
+    def inverse_dynamics(self, parameters: ArrayLike, q: ArrayLike, qd: ArrayLike,
+                         qdd: ArrayLike) -> NDArray[np.float64]:
+        """Joint torques by pinocchio's RNEA with ``parameters`` (n, 10) -> (N, nv)."""
+        q, qd, qdd = self._batch(q, qd, qdd)
+        model = self.model.copy()
+        for i, pi in enumerate(np.asarray(parameters, dtype=float).reshape(self.n, N_PI)):
+            model.inertias[i + 1] = pin.Inertia.FromDynamicParameters(to_pinocchio_order(pi))
+        data = model.createData()
+        return np.array([pin.rnea(model, data, self.kinematics.configuration(a), b, c).copy()
+                         for a, b, c in zip(q, qd, qdd, strict=True)])
+
+    def random_states(self, count: int, seed: int = 0) -> tuple[NDArray[np.float64], ...]:
+        """Random positions (within limits), velocities and accelerations, three (N, nv)."""
+        rng = np.random.default_rng(seed)
+        lo, hi = self.position_limits
+        q = rng.uniform(lo, hi, (count, self.n))
+        scale = np.where(self.velocity_limits > 0, self.velocity_limits, 1.0)
+        return q, rng.normal(size=(count, self.n)) * scale, rng.normal(size=(count, self.n)) * 3
+
+    def _batch(self, *arrays: ArrayLike) -> list[NDArray[np.float64]]:
+        out = [np.atleast_2d(np.asarray(a, dtype=float)) for a in arrays]
+        if any(a.shape != out[0].shape or a.shape[1] != self.n for a in out):
+            raise SampleError(f"expected (N, {self.n}) joint arrays, got "
+                              f"{', '.join(str(a.shape) for a in out)}")
+        return out
+
+
+# ------------------------------------------------------------------------ base parameters
+
+
+@dataclass(frozen=True)
+class BaseParameters:
+    """Base parameters ``pi_b = K pi`` (Gautier's numerical method via pivoted QR).
+
+    ``independent`` are the standard columns kept (ascending); the base regressor is
+    ``Y[..., independent]`` and ``Y = Y_b K`` exactly. ``regrouping`` is ``K`` (n_b, n_s).
+    """
+
+    independent: NDArray[np.intp]
+    regrouping: NDArray[np.float64]
+
+    @property
+    def count(self) -> int:
+        """Number of base parameters."""
+        return int(self.independent.size)
+
+    def base_regressor(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``Y_b`` from a standard regressor (any leading shape)."""
+        return y[..., self.independent]
+
+    def link_of(self, n_links: int) -> NDArray[np.intp]:
+        """Body index of each base parameter (the body of its independent column)."""
+        return np.minimum(self.independent // N_PI, n_links - 1)
+
+    def expressions(self, names: Sequence[str], digits: int = 4) -> list[str]:
+        """Readable ``pi_b`` entries, e.g. ``arm_2_joint.Izz + 0.01563 arm_3_joint.m``."""
+        out = []
+        for row, col in zip(self.regrouping, self.independent, strict=True):
+            terms = [names[col]]
+            for j in np.flatnonzero(row):
+                if j != col:
+                    terms.append(f"{row[j]:+.{digits}g} {names[j]}")
+            out.append(" ".join(terms))
+        return out
+
+    def standard_closest(self, base: ArrayLike, prior: ArrayLike,
+                         scale: ArrayLike | None = None) -> NDArray[np.float64]:
+        """The standard vector nearest ``prior`` (in ``scale`` units) with ``K pi = base``."""
+        prior = np.asarray(prior, dtype=float).ravel()
+        s = np.ones_like(prior) if scale is None else np.asarray(scale, dtype=float).ravel()
+        ks = self.regrouping * s
+        correction = np.linalg.lstsq(ks, np.asarray(base) - self.regrouping @ prior,
+                                     rcond=None)[0]
+        return prior + s * correction
+
+
+def base_parameters(
+    y: NDArray[np.float64], tolerance: float = 1e-8
+) -> BaseParameters:
+    """Base parameters of a stacked regressor ``y`` (rows, n_s) by QR with column pivoting.
+
+    Columns are scaled to unit norm before the factorisation (zero columns stay dependent);
+    a pivot is independent while ``|R_kk| > tolerance |R_00|``. The regrouping coefficients
+    come from least squares on the unscaled columns, so ``y = y[:, independent] K`` holds to
+    rounding.
+    """
+    y = np.asarray(y, dtype=float).reshape(-1, y.shape[-1])
+    norms = np.linalg.norm(y, axis=0)
+    scaled = y / np.where(norms > 0, norms, 1.0)
+    _, r, perm = scipy.linalg.qr(scaled, mode="economic", pivoting=True)
+    diag = np.abs(np.diag(r))
+    rank = int(np.sum(diag > tolerance * diag[0])) if diag.size and diag[0] > 0 else 0
+    independent = np.sort(perm[:rank])
+    beta = np.linalg.lstsq(y[:, independent], y, rcond=None)[0]
+    beta[np.abs(beta) < 1e-10] = 0.0
+    beta[:, independent] = np.eye(rank)
+    return BaseParameters(independent.astype(np.intp), beta)
+
+
+def structural_base_parameters(model: LinkModel, samples: int = 400, seed: int = 0,
+                               tolerance: float = 1e-8) -> BaseParameters:
+    """Base parameters of ``model`` from the regressor of random states (structural rank)."""
+    return base_parameters(model.regressor(*model.random_states(samples, seed)), tolerance)
+
+
+# ------------------------------------------------------------------------------- friction
+
+
+COULOMB_MODELS = ("asymmetric", "symmetric", "none")
+
+
+@dataclass(frozen=True)
+class FrictionModel:
+    """Friction and offset per joint, linear in its coefficients (effort units).
+
+    - ``coulomb="asymmetric"`` (Traversaro et al. 2013): ``fc+ [qd > v0] - fc- [qd < -v0]``,
+      separate levels for positive and negative motion (both positive when dissipative);
+      ``"symmetric"``: ``fc sign(qd)`` (zero inside the dead band ``v0``);
+    - ``viscous``: ``fv qd``; ``offset``: a constant ``o`` (sensor or controller bias).
+
+    Without rest samples (``|qd| <= v0``) ``fc+``, ``fc-`` and ``o`` are collinear: only
+    ``fc+ + o`` and ``fc- - o`` are identifiable (the statistics then report an infinite
+    sigma for them); use ``symmetric`` with an offset, the same model, for such data.
+    ``velocity_threshold`` is ``v0`` (rad/s or m/s).
+    """
+
+    coulomb: str = "asymmetric"
+    viscous: bool = True
+    offset: bool = True
+    velocity_threshold: float = 1e-3
+
+    def __post_init__(self) -> None:
+        if self.coulomb not in COULOMB_MODELS:
+            raise InertialIdError(f"unknown Coulomb model {self.coulomb!r}: {COULOMB_MODELS}")
+
+    @property
+    def terms(self) -> list[str]:
+        """Names of the per-joint coefficients, in column order."""
+        names = {"asymmetric": ["fc+", "fc-"], "symmetric": ["fc"], "none": []}[self.coulomb]
+        return names + (["fv"] if self.viscous else []) + (["offset"] if self.offset else [])
+
+    def names(self, joints: Sequence[str]) -> list[str]:
+        """``joint.term`` for every column (joint-major)."""
+        return [f"{j}.{t}" for j in joints for t in self.terms]
+
+    def regressor(self, qd: ArrayLike) -> NDArray[np.float64]:
+        """(N, nv) velocities -> (N, nv, nv * terms): block-diagonal per joint."""
+        qd = np.atleast_2d(np.asarray(qd, dtype=float))
+        n, nv = qd.shape
+        moving_up = (qd > self.velocity_threshold).astype(float)
+        moving_down = (qd < -self.velocity_threshold).astype(float)
+        columns = []
+        if self.coulomb == "asymmetric":
+            columns += [moving_up, -moving_down]
+        elif self.coulomb == "symmetric":
+            columns.append(moving_up - moving_down)
+        if self.viscous:
+            columns.append(qd)
+        if self.offset:
+            columns.append(np.ones_like(qd))
+        k = len(columns)
+        out = np.zeros((n, nv, nv * k))
+        for j in range(nv):
+            for c, column in enumerate(columns):
+                out[:, j, j * k + c] = column[:, j]
+        return out
+
+
+# ------------------------------------------------------------------------------ estimates
+
+
+@dataclass(frozen=True)
+class LinkEstimate:
+    """An identified model of the chain.
+
+    ``base`` are the base parameters ``K pi`` (SI units), ``friction`` the friction/offset
+    coefficients (effort units, :class:`FrictionModel` order), ``effort_scale`` ``s_j``
+    (effort per N m), ``covariance`` over ``[base; friction]`` from the weighted residual,
+    ``standard`` the per-body ``pi`` (n, 10; joint frames) when the method gives them,
+    ``joint_sigma`` the per-joint residual std used as weights (effort units).
+    """
+
+    method: str
+    base: NDArray[np.float64]
+    friction: NDArray[np.float64]
+    effort_scale: NDArray[np.float64]
+    covariance: NDArray[np.float64]
+    joint_sigma: NDArray[np.float64]
+    standard: NDArray[np.float64] | None = None
+    info: dict = field(default_factory=dict)
+
+    @property
+    def std(self) -> NDArray[np.float64]:
+        """Standard deviation of ``[base; friction]``."""
+        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
+
+    @property
+    def relative_std(self) -> NDArray[np.float64]:
+        """sigma % of ``[base; friction]`` (Bonnet et al.: > 10 % is poorly identified)."""
+        x = np.concatenate((self.base, self.friction))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(x != 0.0, 100.0 * self.std / np.abs(x), np.inf)
+
+    @property
+    def solution(self) -> NDArray[np.float64]:
+        """``[base; friction]``."""
+        return np.concatenate((self.base, self.friction))
+
+    def link_consistency(self, attachments: NDArray[np.float64] | None = None
+                         ) -> list[bool]:
+        """Per body: ``J(pi_i - a_i)`` positive definite (``attachments`` None: the bodies)."""
+        if self.standard is None:
+            return []
+        a = np.zeros_like(self.standard) if attachments is None else attachments
+        return [is_physically_consistent(p) for p in self.standard - a]
+
+
+def _scales(cad: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per-body units of ``pi``: ``[M, ML x3, ML^2 x6]`` from the CAD mass and gyration."""
+    out = np.empty_like(cad)
+    for i, pi in enumerate(cad):
+        mass = max(abs(pi[0]), 0.05)
+        length = float(np.clip(np.sqrt(abs(pi[4] + pi[7] + pi[9]) / (2 * mass)), 0.02, 1.0))
+        out[i] = np.concatenate(([mass], np.full(3, mass * length), np.full(6, mass * length**2)))
+    return out
+
+
+def _lmi_blocks(scale: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+    """Mass unit and ``T = diag(L, L, L, 1)`` of a body's scaled pseudo-inertia."""
+    mass = scale[0]
+    length = scale[1] / mass
+    return mass, np.array([length, length, length, 1.0])
+
+
+class LinkIdentification:
+    """One data set of a chain: regressors, base parameters, friction; the estimators.
+
+    ``q, qd, qdd, effort`` are (N, nv) in the model's joint order (rad, rad/s, rad/s^2; m ...
+    for prismatic joints; effort in the measurement's units). ``effort_scale`` is ``s`` (effort
+    per N m, default 1: efforts are torques). ``base`` defaults to the structural base
+    parameters of the model. ``mask`` (N, nv) selects the equations the estimators use (e.g.
+    leave out a joint's samples at rest, where Coulomb friction is undetermined); predictions
+    cover every sample.
+    """
+
+    def __init__(
+        self,
+        model: LinkModel,
+        q: ArrayLike,
+        qd: ArrayLike,
+        qdd: ArrayLike,
+        effort: ArrayLike,
+        friction: FrictionModel | None = None,
+        base: BaseParameters | None = None,
+        effort_scale: ArrayLike | None = None,
+        mask: ArrayLike | None = None,
+    ) -> None:
+        self.model = model
+        self.friction_model = friction or FrictionModel()
+        self.base = base or structural_base_parameters(model)
+        q, qd, qdd, effort = model._batch(q, qd, qdd, effort)
+        if not all(np.all(np.isfinite(a)) for a in (q, qd, qdd, effort)):
+            raise SampleError("joint data contain NaN or inf")
+        self.effort = effort
+        self.y = model.regressor(q, qd, qdd)
+        self.yb = self.base.base_regressor(self.y)
+        self.f = self.friction_model.regressor(qd)
+        self.effort_scale = (np.ones(model.n) if effort_scale is None
+                             else np.asarray(effort_scale, dtype=float).copy())
+        self.mask = (np.ones(effort.shape, bool) if mask is None
+                     else np.asarray(mask, dtype=bool).reshape(effort.shape))
+        augmented = np.concatenate((self.yb, self.f, effort[..., None]), axis=-1)
+        self._gram = np.array([augmented[self.mask[:, j], j].T @ augmented[self.mask[:, j], j]
+                               for j in range(model.n)])
+        self._counts = self.mask.sum(axis=0).astype(float)
+        self.friction_names = self.friction_model.names(model.joint_names)
+        self.base_names = self.base.expressions(model.parameter_names)
+
+    @property
+    def samples(self) -> int:
+        """Number of samples N."""
+        return int(self.effort.shape[0])
+
+    @property
+    def n_unknowns(self) -> int:
+        """Base parameters plus friction coefficients."""
+        return self.base.count + self.f.shape[-1]
+
+    # -- linear algebra ------------------------------------------------------------------
+
+    def _scaling(self, effort_scale: NDArray[np.float64] | None) -> NDArray[np.float64]:
+        """Per joint, the column scaling ``[s_j (base); 1 (friction)]``: (nv, n_b + n_f)."""
+        s = self.effort_scale if effort_scale is None else np.asarray(effort_scale, float)
+        d = np.ones((self.model.n, self.n_unknowns))
+        d[:, :self.base.count] = s[:, None]
+        return d
+
+    def rows(self, effort_scale: NDArray[np.float64] | None = None
+             ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Rows ``A`` (N nv, n_b + n_f) and targets ``b`` (N nv,), sample-major."""
+        a = np.concatenate((self.yb, self.f), axis=-1) * self._scaling(effort_scale)[None]
+        return a.reshape(-1, a.shape[-1]), self.effort.reshape(-1)
+
+    def statistics(self, joint_sigma: ArrayLike,
+                   effort_scale: NDArray[np.float64] | None = None) -> SufficientStatistics:
+        """Weighted statistics with row weights ``1 / sigma_j^2`` per joint.
+
+        Built from per-joint Gram matrices of ``[Y_b, F, e]`` computed once, so re-weighting
+        or a new effort scale costs O(nv n^2), not a pass over the data.
+        """
+        w = np.asarray(joint_sigma, dtype=float) ** -2
+        d = self._scaling(effort_scale)
+        n = self.n_unknowns
+        stats = SufficientStatistics(n)
+        g = self._gram
+        stats.information = np.einsum("j,ja,jab,jb->ab", w, d, g[:, :n, :n], d)
+        stats.moment = np.einsum("j,ja,ja->a", w, d, g[:, :n, n])
+        stats.energy = float(w @ g[:, n, n])
+        stats.rows = float(self._counts.sum())
+        stats.samples = float(self.samples)
+        return stats
+
+    def predict(self, estimate: LinkEstimate) -> NDArray[np.float64]:
+        """Predicted efforts (N, nv) of an estimate."""
+        rigid = np.einsum("njb,b->nj", self.yb, estimate.base)
+        return estimate.effort_scale * rigid + np.einsum("njf,f->nj", self.f, estimate.friction)
+
+    def rms(self, estimate: LinkEstimate) -> NDArray[np.float64]:
+        """Per-joint RMS of measured minus predicted effort."""
+        return np.sqrt(np.mean((self.effort - self.predict(estimate)) ** 2, axis=0))
+
+    def _joint_sigma(self, x: NDArray[np.float64],
+                     effort_scale: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+        """Per-joint residual std at ``x`` (from the Gram matrices)."""
+        d = self._scaling(effort_scale)
+        xa = np.concatenate((d * x[None, :], -np.ones((self.model.n, 1))), axis=1)
+        squares = np.clip(np.einsum("ja,jab,jb->j", xa, self._gram, xa), 0.0, None)
+        dof = np.maximum(self._counts - self.n_unknowns / self.model.n, 1.0)
+        sigma = np.sqrt(squares / dof)
+        rms = np.sqrt(self._gram[:, -1, -1] / np.maximum(self._counts, 1.0))
+        # Noiseless joints: a floor keeps the weights finite (relative to the effort's size).
+        return np.maximum(sigma, 1e-9 * np.maximum(rms, 1e-12))
+
+    def _estimate(self, method: str, x: NDArray[np.float64], sigma: NDArray[np.float64],
+                  standard: NDArray[np.float64] | None = None,
+                  effort_scale: NDArray[np.float64] | None = None,
+                  **info: object) -> LinkEstimate:
+        """Package ``x = [pi_b; phi]`` with its covariance ``sigma^2 (A^T W A)^-1``."""
+        scale = self.effort_scale if effort_scale is None else effort_scale
+        stats = self.statistics(sigma, scale)
+        dof = max(stats.rows - self.n_unknowns, 1.0)
+        factor = _covariance_factor(stats.information)
+        finite = np.where(np.isinf(factor), 0.0, factor)
+        covariance = np.where(np.isinf(factor), np.inf, stats.residual(x) / dof * finite)
+        nb = self.base.count
+        return LinkEstimate(method, x[:nb].copy(), x[nb:].copy(), np.array(scale, float),
+                            covariance, sigma, standard, dict(info))
+
+    # -- estimators ------------------------------------------------------------------------
+
+    def _solve_normal(self, stats: SufficientStatistics) -> NDArray[np.float64]:
+        """Least squares from the statistics: column-scaled pseudo-inverse (eigenvalues below
+        1e-12 of the largest are dropped: unexcited directions get zero)."""
+        diag = np.diag(stats.information)
+        d = np.sqrt(np.where(diag > 0, diag, 1.0))
+        values, vectors = np.linalg.eigh(stats.information / np.outer(d, d))
+        keep = values > 1e-12 * max(values[-1], 0.0)
+        y = vectors[:, keep] @ ((vectors[:, keep].T @ (stats.moment / d)) / values[keep])
+        return y / d
+
+    def weighted_least_squares(self) -> LinkEstimate:
+        """Bonnet et al. (2016) eq. (7): WLS of ``[pi_b; phi]``, weights from a first OLS pass
+        (``1 / sigma_j^2``, ``sigma_j`` the joint's residual std)."""
+        if self._counts.sum() < self.n_unknowns:
+            raise SolverError(f"{self._counts.sum():.0f} equations cannot determine "
+                              f"{self.n_unknowns} unknowns")
+        x = self._solve_normal(self.statistics(np.ones(self.model.n)))
+        sigma = self._joint_sigma(x)
+        x = self._solve_normal(self.statistics(sigma))
+        return self._estimate("wls", x, sigma)
+
+    def partial_least_squares(self, n_components: int | None = None,
+                              tolerance: float = 1e-3) -> LinkEstimate:
+        """PLS on the weighted statistics (Traversaro et al. 2013), ``n_components`` latent
+        variables (default: the fewest within ``tolerance`` of the LS residual)."""
+        sigma = self.weighted_least_squares().joint_sigma
+        stats = self.statistics(sigma)
+        if n_components is None:
+            n_components = pls_components_by_rss(stats, tolerance)
+        x = pls_path(stats, n_components)[-1]
+        return self._estimate("pls", x, sigma, components=int(n_components))
+
+    def fit_cad(self, cad: NDArray[np.float64] | None = None,
+                fit_scale: bool = True) -> LinkEstimate:
+        """The CAD model made fair: CAD inertials, friction/offsets (and ``s_j`` when
+        ``fit_scale``) fitted per joint by least squares on these data."""
+        cad = self.model.cad if cad is None else np.asarray(cad, dtype=float)
+        base = self.base.regrouping @ cad.ravel()
+        rigid = np.einsum("njb,b->nj", self.yb, base)
+        scale = self.effort_scale.copy()
+        friction = np.zeros(self.f.shape[-1])
+        for j in range(self.model.n):
+            rows = self.mask[:, j]
+            cols = np.flatnonzero(np.any(self.f[rows, j, :] != 0, axis=0))
+            a = self.f[rows, j][:, cols]
+            target = self.effort[rows, j]
+            if fit_scale:
+                a = np.column_stack((rigid[rows, j], a))
+            else:
+                target = target - scale[j] * rigid[rows, j]
+            coef = np.linalg.lstsq(a, target, rcond=None)[0]
+            if fit_scale:
+                scale[j], coef = coef[0], coef[1:]
+            friction[cols] = coef
+        x = np.concatenate((base, friction))
+        sigma = self._joint_sigma(x, scale)
+        return self._estimate("cad", x, sigma, standard=cad.copy(), effort_scale=scale)
+
+
+# ----------------------------------------------------------------- constrained estimators
+
+
+class ConstrainedLinkEstimator:
+    """CAD-prior estimate of the standard parameters, physically consistent per link.
+
+    Solves (Wensing et al. 2017, eq. 25; Bonnet et al. 2016, eq. 8)
+
+        min ||A [K pi; phi] - e||^2_W / ||e||^2_W + w sum_i ||(pi_i - pi_CAD,i) / u_i||^2
+
+    with ``u_i`` the units ``[M, ML, ML^2]`` of body ``i`` (CAD mass M and gyration L): the
+    data term is relative to the weighted energy of the efforts, so ``prior_weight`` ``w`` is
+    unit-free (``1e-3``: moving one parameter by one unit from CAD costs as much as 0.1 % of
+    the signal), subject to
+
+    - ``method="sdp"``: ``J(pi_i - a_i) >= epsilon`` (scaled LMI per link, CLARABEL);
+    - ``method="qp"`` (Bonnet's QP, OSQP): linear inequalities only — ``m_i - a_m,i >= 0``
+      and cutting planes ``u^T J(pi_i - a_i) u >= epsilon`` for sampled directions ``u`` in
+      R^4 (u = (d, 0) gives ``d^T Sigma d >= epsilon``, Bonnet's sampled inertia constraint on
+      the density covariance), refined by adding the eigenvector of the smallest eigenvalue
+      of each violating ``J`` until all are positive definite (the QP outer approximation
+      converges to the LMI).
+
+    Both may add a CoM box ``c_CAD - margin <= c_i <= c_CAD + margin`` (linear in ``pi``).
+    ``consistency="link"`` applies the constraints to the child link alone (``a_i`` = CAD of
+    what is rigidly attached, see :class:`LinkModel`), ``"body"`` to the whole body
+    (``a_i = 0``). The cvxpy problem is built once with parameters; new statistics or prior
+    weights only change their values.
+    """
+
+    def __init__(
+        self,
+        model: LinkModel,
+        base: BaseParameters,
+        n_friction: int,
+        method: str = "sdp",
+        prior: ArrayLike | None = None,
+        prior_weight: float = 1e-3,
+        epsilon: float = 1e-6,
+        consistency: str = "link",
+        com_margin: float | None = None,
+        friction_ridge: float = 1e-9,
+        max_cuts: int = 60,
+        hold: ArrayLike | None = None,
+    ) -> None:
+        if method not in ("sdp", "qp"):
+            raise SolverError(f"unknown constrained method {method!r}: sdp or qp")
+        if consistency not in ("link", "body"):
+            raise SolverError(f"consistency must be 'link' or 'body', got {consistency!r}")
+        self.model, self.base, self.method = model, base, method
+        self.n, self.nf = model.n, n_friction
+        self.prior = model.cad.copy() if prior is None else np.asarray(prior, float).reshape(
+            model.n, N_PI)
+        self.attach = model.attachments if consistency == "link" else np.zeros_like(model.cad)
+        self.epsilon, self.max_cuts = epsilon, max_cuts
+        self.prior_weight_value = float(prior_weight)
+        self.units = _scales(self.prior)
+        self._v = cp.Variable(self.n * N_PI)   # pi / units
+        self._u = cp.Variable(n_friction)     # phi * friction units
+        nx = base.count + n_friction
+        self._r = cp.Parameter((nx, nx))
+        self._z = cp.Parameter(nx)
+        self._prior_root = cp.Parameter(nonneg=True)
+        self._prior_target = cp.Parameter(self.n * N_PI)
+        self._friction_unit = np.ones(n_friction)
+        ks = base.regrouping * self.units.ravel()
+        self._ks = ks
+        # y = [K pi; phi] as its own variable keeps the parametric product R y small to compile.
+        y = cp.Variable(nx)
+        objective = (cp.sum_squares(self._r @ y - self._z)
+                     + cp.sum_squares(self._prior_root * self._v - self._prior_target)
+                     + friction_ridge * cp.sum_squares(self._u))
+        constraints = [y == cp.hstack([ks @ self._v, self._u])]
+        # Base parameters held at the prior's values (Bonnet: unreliable ones leave the fit).
+        self.hold = (np.zeros(base.count, bool) if hold is None
+                     else np.asarray(hold, dtype=bool).reshape(base.count))
+        self._hold_target = cp.Parameter(int(self.hold.sum()))
+        if self.hold.any():
+            constraints.append(ks[self.hold] @ self._v == self._hold_target)
+        constraints += self._box(com_margin)
+        if method == "sdp":
+            constraints += self._lmis()
+        else:
+            constraints += self._cut_constraints()
+        self._problem = cp.Problem(cp.Minimize(objective), constraints)
+
+    # -- constraints -----------------------------------------------------------------------
+
+    def _scaled_pi(self, i: int) -> cp.Expression:
+        """``(pi_i - a_i)`` as an affine expression of the variable (SI units)."""
+        return cp.multiply(self.units[i], self._v[N_PI * i:N_PI * (i + 1)]) - self.attach[i]
+
+    def _lmis(self) -> list:
+        out = []
+        for i in range(self.n):
+            mass, t = _lmi_blocks(self.units[i])
+            tinv = np.diag(1.0 / t)
+            j = tinv @ pseudo_inertia_expression(self._scaled_pi(i)) @ tinv / mass
+            out.append(j - self.epsilon * np.eye(4) >> 0)
+        return out
+
+    def _box(self, margin: float | None) -> list:
+        if margin is None:
+            return []
+        out = []
+        for i in range(self.n):
+            pi = self._scaled_pi(i) + self.attach[i]  # the body: its CAD CoM is the box centre
+            mass = self.prior[i, 0]
+            if mass <= 0:
+                continue
+            centre = self.prior[i, 1:4] / mass
+            out += [pi[1:4] >= pi[0] * (centre - margin), pi[1:4] <= pi[0] * (centre + margin)]
+        return out
+
+    def _cut_constraints(self) -> list:
+        """Preallocated cutting planes ``G_i v_i >= h_i`` per link (unused rows inactive)."""
+        directions = _initial_directions()
+        self._n_initial = len(directions)
+        rows = self._n_initial + self.max_cuts
+        self._g = [cp.Parameter((rows, N_PI)) for _ in range(self.n)]
+        self._h = [cp.Parameter(rows) for _ in range(self.n)]
+        self._basis = []
+        self._cuts: list[list[NDArray[np.float64]]] = []
+        for i in range(self.n):
+            mass, t = _lmi_blocks(self.units[i])
+            # J_hat(v) = J0 + sum_k v_k E_k, scaled: T^-1 J(units v - a) T^-1 / M.
+            tinv = np.diag(1.0 / t)
+            e = np.array([tinv @ pseudo_inertia(self.units[i] * np.eye(N_PI)[k]) @ tinv / mass
+                          for k in range(N_PI)])
+            j0 = -tinv @ pseudo_inertia(self.attach[i]) @ tinv / mass
+            self._basis.append((j0, e))
+            self._cuts.append(list(directions))
+        self._refresh_cuts()
+        out = []
+        for i in range(self.n):
+            v = self._v[N_PI * i:N_PI * (i + 1)]
+            out.append(self._g[i] @ v >= self._h[i])
+        return out
+
+    def _refresh_cuts(self) -> None:
+        rows = self._n_initial + self.max_cuts
+        for i in range(self.n):
+            j0, e = self._basis[i]
+            # Unused rows repeat the first cut: the sparsity pattern never changes.
+            cuts = self._cuts[i][:rows]
+            cuts = cuts + [cuts[0]] * (rows - len(cuts))
+            g = np.zeros((rows, N_PI))
+            h = np.zeros(rows)
+            for k, u in enumerate(cuts):
+                g[k] = np.einsum("a,kab,b->k", u, e, u)
+                h[k] = self.epsilon - u @ j0 @ u
+            self._g[i].value, self._h[i].value = g, h
+
+    def _scaled_j(self, v: NDArray[np.float64], i: int) -> NDArray[np.float64]:
+        j0, e = self._basis[i]
+        return j0 + np.einsum("k,kab->ab", v[N_PI * i:N_PI * (i + 1)], e)
+
+    # -- solve -------------------------------------------------------------------------------
+
+    def solve(self, problem: LinkIdentification, joint_sigma: ArrayLike) -> LinkEstimate:
+        """The constrained estimate for ``problem`` weighted by ``joint_sigma``."""
+        self._hold_target.value = (self.base.regrouping @ self.prior.ravel())[self.hold]
+        stats = problem.statistics(joint_sigma)
+        rows = stats.energy if stats.energy > 0 else 1.0  # the data term relative to e^T W e
+        nb = self.base.count
+        diag = np.diag(stats.information)[nb:] / rows
+        self._friction_unit = 1.0 / np.sqrt(np.where(diag > 0, diag, 1.0))
+        scale = np.concatenate((np.ones(nb), self._friction_unit))
+        normalised = SufficientStatistics(stats.n_unknowns)
+        normalised.information = stats.information / rows * np.outer(scale, scale)
+        normalised.moment = stats.moment / rows * scale
+        normalised.energy = stats.energy / rows
+        normalised.rows = stats.rows
+        r, z = square_root(normalised)
+        self._r.value, self._z.value = r, z
+        weight = np.sqrt(self.prior_weight_value)
+        self._prior_root.value = weight
+        self._prior_target.value = weight * (self.prior / self.units).ravel()
+        if self.method == "sdp":
+            self._run("CLARABEL")
+        else:
+            self._cutting_planes()
+        v = np.asarray(self._v.value, dtype=float)
+        standard = (v * self.units.ravel()).reshape(self.n, N_PI)
+        friction = np.asarray(self._u.value, dtype=float) * self._friction_unit
+        x = np.concatenate((self.base.regrouping @ standard.ravel(), friction))
+        sigma = np.asarray(joint_sigma, dtype=float)
+        return problem._estimate(self.method, x, sigma, standard=standard,
+                                 prior_weight=self.prior_weight_value,
+                                 held=int(self.hold.sum()))
+
+    def set_prior_weight(self, weight: float) -> None:
+        """Change the prior weight (no recompilation)."""
+        self.prior_weight_value = float(weight)
+
+    def _run(self, solver: str) -> None:
+        try:
+            if solver == "OSQP":
+                self._problem.solve(solver="OSQP", eps_abs=1e-8, eps_rel=1e-8,
+                                    max_iter=100000, polish=True, warm_start=False)
+            else:
+                self._problem.solve(solver=solver)
+        except cp.error.SolverError as exc:
+            raise SolverError(f"{solver} failed: {exc}") from exc
+        if self._problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+            raise SolverError(f"{solver} ended with status {self._problem.status}")
+
+    def _cutting_planes(self) -> None:
+        for _ in range(self.max_cuts + 1):
+            self._run("OSQP")
+            v = np.asarray(self._v.value, dtype=float)
+            violated = False
+            for i in range(self.n):
+                values, vectors = np.linalg.eigh(self._scaled_j(v, i))
+                if values[0] < 0.5 * self.epsilon:
+                    violated = True
+                    if len(self._cuts[i]) < self._n_initial + self.max_cuts:
+                        self._cuts[i].append(vectors[:, 0])
+            if not violated:
+                return
+            self._refresh_cuts()
+        raise SolverError("QP cutting planes did not reach physical consistency "
+                          f"within {self.max_cuts} cuts per link")
+
+
+def _initial_directions(count: int = 24, seed: int = 7) -> list[NDArray[np.float64]]:
+    """Unit vectors of R^4 for the first cuts: the axes, 3D directions (Bonnet's ``d``) and
+    random ones."""
+    rng = np.random.default_rng(seed)
+    axes = list(np.eye(4))
+    d = rng.normal(size=(count // 2, 3))
+    spatial = [np.concatenate((x / np.linalg.norm(x), [0.0])) for x in d]
+    mixed = rng.normal(size=(count - count // 2, 4))
+    return axes + spatial + [x / np.linalg.norm(x) for x in mixed]
+
+
+# ------------------------------------------------------------------------------ workflows
+
+
+METHODS = ("wls", "pls", "sdp", "qp")
+
+
+def identify(
+    problem: LinkIdentification,
+    method: str = "sdp",
+    prior_weight: float = 1e-3,
+    consistency: str = "link",
+    com_margin: float | None = None,
+    refine_scale: int = 0,
+    epsilon: float = 1e-6,
+    max_relative_std: float | None = None,
+) -> LinkEstimate:
+    """Identify with ``method`` (wls, pls, sdp or qp); returns the estimate.
+
+    wls/pls give base parameters; their standard parameters are the CAD-nearest ones with
+    ``K pi = pi_b`` (in CAD units), not necessarily consistent. sdp/qp solve
+    :class:`ConstrainedLinkEstimator`; ``refine_scale`` alternations then refit the effort
+    scales per joint against the identified torques and re-solve (the prior anchors the
+    common scale, see the module docstring).
+    """
+    if method not in METHODS:
+        raise SolverError(f"unknown method {method!r}: {', '.join(METHODS)}")
+    model = problem.model
+    if method in ("wls", "pls"):
+        est = (problem.weighted_least_squares() if method == "wls"
+               else problem.partial_least_squares())
+        standard = problem.base.standard_closest(est.base, model.cad.ravel(),
+                                                 _scales(model.cad).ravel())
+        return replace(est, standard=standard.reshape(model.n, N_PI))
+    wls = problem.weighted_least_squares()
+    sigma = wls.joint_sigma
+    hold = None
+    if max_relative_std is not None:
+        hold = ~(wls.relative_std[:problem.base.count] <= max_relative_std)
+    solver = ConstrainedLinkEstimator(model, problem.base, problem.f.shape[-1], method,
+                                      prior_weight=prior_weight, consistency=consistency,
+                                      com_margin=com_margin, epsilon=epsilon, hold=hold)
+    est = solver.solve(problem, sigma)
+    for _ in range(refine_scale):
+        refit = problem.fit_cad(est.standard, fit_scale=True)
+        problem.effort_scale = refit.effort_scale
+        est = solver.solve(problem, refit.joint_sigma)
+    return est
+
+
+# --------------------------------------------------------------------------- URDF writing
+
+
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+def _mask_comments(text: str) -> str:
+    """``text`` with comments blanked (same length, so offsets stay valid)."""
+    return _COMMENT.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def _format(x: float) -> str:
+    return f"{x:.9g}"
+
+
+def _inertial_xml(body: BodyParameters, indent: str, step: str = "  ") -> str:
+    c, i = body.com, body.inertia_com
+    inner = indent + step
+    return (f"<inertial>\n"
+            f'{inner}<origin xyz="{" ".join(_format(v) for v in c)}" rpy="0 0 0"/>\n'
+            f'{inner}<mass value="{_format(body.mass)}"/>\n'
+            f'{inner}<inertia ixx="{_format(i[0, 0])}" ixy="{_format(i[0, 1])}" '
+            f'ixz="{_format(i[0, 2])}" iyy="{_format(i[1, 1])}" iyz="{_format(i[1, 2])}" '
+            f'izz="{_format(i[2, 2])}"/>\n'
+            f"{indent}</inertial>")
+
+
+def _replace_inertial(text: str, link: str, body: BodyParameters) -> str:
+    """Splice a new ``<inertial>`` into ``link``'s element; all other bytes are kept."""
+    masked = _mask_comments(text)
+    start = re.search(rf"<link\s[^>]*name\s*=\s*[\"']{re.escape(link)}[\"'][^>]*?(/?)>", masked)
+    if start is None:
+        raise ModelError(f"link {link!r} not found in the URDF text")
+    line_start = masked.rfind("\n", 0, start.start()) + 1
+    link_indent = re.match(r"[ \t]*", masked[line_start:start.start()]).group(0)
+    if start.group(1) == "/":  # <link name="x"/>: open it
+        opening = text[start.start():start.end() - 2].rstrip() + ">"
+        block = _inertial_xml(body, link_indent + "  ")
+        new = f"{opening}\n{link_indent}  {block}\n{link_indent}</link>"
+        return text[:start.start()] + new + text[start.end():]
+    end = masked.find("</link>", start.end())
+    inner = re.search(r"<inertial\b.*?</inertial>|<inertial\b[^>]*/>",
+                      masked[start.end():end], re.DOTALL)
+    if inner is None:
+        indent = link_indent + "  "
+        insert = f"\n{indent}{_inertial_xml(body, indent)}"
+        return text[:start.end()] + insert + text[start.end():]
+    a, b = start.end() + inner.start(), start.end() + inner.end()
+    line = masked.rfind("\n", 0, a) + 1
+    indent = re.match(r"[ \t]*", masked[line:a]).group(0)
+    return text[:a] + _inertial_xml(body, indent) + text[b:]
+
+
+def identified_urdf(model: LinkModel, standard: ArrayLike) -> str:
+    """The model's URDF text with each child link's ``<inertial>`` replaced.
+
+    Each link gets its own parameters ``pi_i - a_i`` (the identified body minus the CAD of
+    what is rigidly attached), converted to the link frame: mass, ``origin xyz`` = CoM,
+    ``rpy="0 0 0"``, inertia about the CoM in the link's axes. Everything else is kept byte
+    for byte. Raises :class:`SolverError` when a link would get a non-positive mass.
+    """
+    standard = np.asarray(standard, dtype=float).reshape(model.n, N_PI)
+    text = model.urdf
+    for i, link in enumerate(model.link_names):
+        own = standard[i] - model.attachments[i]
+        if own[0] <= 0:
+            raise SolverError(f"link {link} would get a non-positive mass ({own[0]:.4g} kg)")
+        in_link = transform_parameters(own, model.link_placements[i].inverse())
+        text = _replace_inertial(text, link, BodyParameters.from_pi(in_link))
+    try:
+        ET.fromstring(text)
+    except ET.ParseError as exc:  # pragma: no cover - a bug in the splicing
+        raise ModelError(f"the identified URDF does not parse: {exc}") from exc
+    return text
