@@ -181,14 +181,18 @@ def test_poor_excitation_makes_least_squares_inconsistent_but_not_the_sdp():
     assert r_ls <= r_sdp <= r_truth * (1 + 1e-6)
 
 
-def test_prior_fills_unexcited_directions():
-    # Static data: gravity only, so the rotational inertia is not identifiable from the data.
-    rng = np.random.default_rng(3)
-    n = 50
-    rot = Rotation.random(n, random_state=rng).as_matrix()
+def static_samples(n, seed):
+    """Gravity-only samples (random orientations at rest): twists and proper accelerations."""
+    rot = Rotation.random(n, random_state=np.random.default_rng(seed)).as_matrix()
     twist = np.zeros((n, 6))
     proper = np.zeros((n, 6))
     proper[:, :3] = np.einsum("nji,j->ni", rot, [0, 0, 9.81])
+    return twist, proper
+
+
+def test_prior_fills_unexcited_directions():
+    # Static data: gravity only, so the rotational inertia is not identifiable from the data.
+    twist, proper = static_samples(50, seed=3)
     identifier = PayloadIdentifier()
     identifier.add(twist, proper, predicted_wrench(PAYLOAD.pi, twist, proper, OFFSET))
     estimate = ConsistentEstimator(prior=PAYLOAD.pi, prior_weight=1e-4).solve(
@@ -456,14 +460,9 @@ def test_parameter_errors_hand_case():
 
 def test_identifiability_reports_what_static_data_cannot_determine():
     # Gravity-only data determine the mass and the first moments but not the inertia.
-    rng = np.random.default_rng(5)
-    n = 400
-    rot = Rotation.random(n, random_state=rng).as_matrix()
-    twist = np.zeros((n, 6))
-    proper = np.zeros((n, 6))
-    proper[:, :3] = np.einsum("nji,j->ni", rot, [0, 0, 9.81])
+    twist, proper = static_samples(400, seed=5)
     identifier = PayloadIdentifier(PayloadConfig(method="least_squares"))
-    noise = rng.normal(size=(n, 6)) * np.repeat([0.1, 0.005], 3)
+    noise = np.random.default_rng(5).normal(size=(400, 6)) * np.repeat([0.1, 0.005], 3)
     identifier.add(twist, proper, predicted_wrench(PAYLOAD.pi, twist, proper, OFFSET) + noise)
     estimate = identifier.estimate()
     assert np.all(np.isinf(estimate.std[4:])) and np.all(np.isfinite(estimate.std[:4]))

@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
+from strategies import rotations, vectors
 
 from inertial_id.core.errors import InertialIdError, SolverError
 from inertial_id.core.estimators import N_PI, ConsistentEstimator, least_squares
@@ -32,20 +33,6 @@ PAYLOAD = default_payload()
 OFFSET = np.array(DEFAULT_OFFSET)
 NOISE = np.repeat([0.1, 0.005], 3)  # N, N m: the identifier's default row weights
 FAST = settings(max_examples=60, deadline=None)
-
-
-def vectors(n, lo=-1.0, hi=1.0):
-    """n-vectors with entries in [lo, hi]."""
-    element = st.floats(lo, hi, allow_nan=False, allow_infinity=False)
-    return st.lists(element, min_size=n, max_size=n).map(np.array)
-
-
-@st.composite
-def rotations(draw):
-    """A rotation matrix from a (normalised) random quaternion."""
-    q = draw(vectors(4))
-    assume(np.linalg.norm(q) > 0.1)
-    return Rotation.from_quat(q).as_matrix()
 
 
 @st.composite
