@@ -250,7 +250,7 @@ class LinkModel:
 
         Columns in the package order per body, parameters about each joint frame's origin.
         """
-        q, qd, qdd = self._batch(q, qd, qdd)
+        q, qd, qdd = self.batch(q, qd, qdd)
         out = np.empty((q.shape[0], self.n, N_PI * self.n))
         for k in range(q.shape[0]):
             y = pin.computeJointTorqueRegressor(self.model, self.data,
@@ -261,7 +261,7 @@ class LinkModel:
     def inverse_dynamics(self, parameters: ArrayLike, q: ArrayLike, qd: ArrayLike,
                          qdd: ArrayLike) -> NDArray[np.float64]:
         """Joint torques by pinocchio's RNEA with ``parameters`` (n, 10) -> (N, nv)."""
-        q, qd, qdd = self._batch(q, qd, qdd)
+        q, qd, qdd = self.batch(q, qd, qdd)
         model = self.model.copy()
         for i, pi in enumerate(np.asarray(parameters, dtype=float).reshape(self.n, N_PI)):
             model.inertias[i + 1] = pin.Inertia.FromDynamicParameters(to_pinocchio_order(pi))
@@ -277,7 +277,8 @@ class LinkModel:
         scale = np.where(self.velocity_limits > 0, self.velocity_limits, 1.0)
         return q, rng.normal(size=(count, self.n)) * scale, rng.normal(size=(count, self.n)) * 3
 
-    def _batch(self, *arrays: ArrayLike) -> list[NDArray[np.float64]]:
+    def batch(self, *arrays: ArrayLike) -> list[NDArray[np.float64]]:
+        """The arrays as (N, nv) floats (:class:`SampleError` on a shape mismatch)."""
         out = [np.atleast_2d(np.asarray(a, dtype=float)) for a in arrays]
         if any(a.shape != out[0].shape or a.shape[1] != self.n for a in out):
             raise SampleError(f"expected (N, {self.n}) joint arrays, got "
@@ -376,7 +377,10 @@ class FrictionModel:
     - ``coulomb="asymmetric"`` (Traversaro et al. 2013): ``fc+ [qd > v0] - fc- [qd < -v0]``,
       separate levels for positive and negative motion (both positive when dissipative);
       ``"symmetric"``: ``fc sign(qd)`` (zero inside the dead band ``v0``);
-    - ``viscous``: ``fv qd``; ``offset``: a constant ``o`` (sensor or controller bias).
+    - ``viscous``: ``fv qd``; ``offset``: a constant ``o`` (sensor or controller bias);
+    - ``armature``: ``Ia qdd``, the reflected rotor inertia of the drive (needs ``qdd``);
+      it is collinear with a base parameter when that one only multiplies ``qdd_j`` (the
+      axis inertia of the first joint, typically): then only their sum is identifiable.
 
     Without rest samples (``|qd| <= v0``) ``fc+``, ``fc-`` and ``o`` are collinear: only
     ``fc+ + o`` and ``fc- - o`` are identifiable (the statistics then report an infinite
@@ -388,6 +392,7 @@ class FrictionModel:
     viscous: bool = True
     offset: bool = True
     velocity_threshold: float = 1e-3
+    armature: bool = False
 
     def __post_init__(self) -> None:
         if self.coulomb not in COULOMB_MODELS:
@@ -397,14 +402,15 @@ class FrictionModel:
     def terms(self) -> list[str]:
         """Names of the per-joint coefficients, in column order."""
         names = {"asymmetric": ["fc+", "fc-"], "symmetric": ["fc"], "none": []}[self.coulomb]
-        return names + (["fv"] if self.viscous else []) + (["offset"] if self.offset else [])
+        return (names + (["fv"] if self.viscous else []) + (["offset"] if self.offset else [])
+                + (["Ia"] if self.armature else []))
 
     def names(self, joints: Sequence[str]) -> list[str]:
         """``joint.term`` for every column (joint-major)."""
         return [f"{j}.{t}" for j in joints for t in self.terms]
 
-    def regressor(self, qd: ArrayLike) -> NDArray[np.float64]:
-        """(N, nv) velocities -> (N, nv, nv * terms): block-diagonal per joint."""
+    def regressor(self, qd: ArrayLike, qdd: ArrayLike | None = None) -> NDArray[np.float64]:
+        """(N, nv) velocities (and accelerations) -> (N, nv, nv * terms), block-diagonal."""
         qd = np.atleast_2d(np.asarray(qd, dtype=float))
         n, nv = qd.shape
         moving_up = (qd > self.velocity_threshold).astype(float)
@@ -418,6 +424,10 @@ class FrictionModel:
             columns.append(qd)
         if self.offset:
             columns.append(np.ones_like(qd))
+        if self.armature:
+            if qdd is None:
+                raise SampleError("the armature term needs accelerations")
+            columns.append(np.atleast_2d(np.asarray(qdd, dtype=float)))
         k = len(columns)
         out = np.zeros((n, nv, nv * k))
         for j in range(nv):
@@ -475,6 +485,29 @@ class LinkEstimate:
         return [is_physically_consistent(p) for p in self.standard - a]
 
 
+def correlation_times(residual: NDArray[np.float64], window: float = 5.0
+                      ) -> NDArray[np.float64]:
+    """Integrated autocorrelation time (samples, >= 1) of each column of ``residual`` (N, k).
+
+    ``t = 1 + 2 sum_{l=1}^{M} rho(l)`` with Sokal's window: the smallest ``M >= window t``.
+    """
+    r = np.asarray(residual, dtype=float)
+    n = r.shape[0]
+    r = r - r.mean(axis=0)
+    spectrum = np.fft.rfft(r, 2 * n, axis=0)
+    acov = np.fft.irfft(np.abs(spectrum) ** 2, axis=0)[:n]
+    out = np.ones(r.shape[1])
+    for j in range(r.shape[1]):
+        if acov[0, j] <= 0:
+            continue
+        rho = acov[:, j] / acov[0, j]
+        cumulative = 1.0 + 2.0 * np.cumsum(rho[1:])
+        lags = np.arange(1, n)
+        stop = np.flatnonzero(lags >= window * cumulative)
+        out[j] = max(float(cumulative[stop[0]] if stop.size else cumulative[-1]), 1.0)
+    return out
+
+
 def _scales(cad: NDArray[np.float64]) -> NDArray[np.float64]:
     """Per-body units of ``pi``: ``[M, ML x3, ML^2 x6]`` from the CAD mass and gyration."""
     out = np.empty_like(cad)
@@ -500,7 +533,8 @@ class LinkIdentification:
     per N m, default 1: efforts are torques). ``base`` defaults to the structural base
     parameters of the model. ``mask`` (N, nv) selects the equations the estimators use (e.g.
     leave out a joint's samples at rest, where Coulomb friction is undetermined); predictions
-    cover every sample.
+    cover every sample. ``correlated_residuals`` corrects the covariance (and sigma %) for
+    coloured residuals, see :meth:`_estimate`.
     """
 
     def __init__(
@@ -514,17 +548,18 @@ class LinkIdentification:
         base: BaseParameters | None = None,
         effort_scale: ArrayLike | None = None,
         mask: ArrayLike | None = None,
+        correlated_residuals: bool = False,
     ) -> None:
         self.model = model
+        self.correlated_residuals = correlated_residuals
         self.friction_model = friction or FrictionModel()
         self.base = base or structural_base_parameters(model)
-        q, qd, qdd, effort = model._batch(q, qd, qdd, effort)
+        q, qd, qdd, effort = model.batch(q, qd, qdd, effort)
         if not all(np.all(np.isfinite(a)) for a in (q, qd, qdd, effort)):
             raise SampleError("joint data contain NaN or inf")
         self.effort = effort
-        self.y = model.regressor(q, qd, qdd)
-        self.yb = self.base.base_regressor(self.y)
-        self.f = self.friction_model.regressor(qd)
+        self.yb = self.base.base_regressor(model.regressor(q, qd, qdd))
+        self.f = self.friction_model.regressor(qd, qdd)
         self.effort_scale = (np.ones(model.n) if effort_scale is None
                              else np.asarray(effort_scale, dtype=float).copy())
         self.mask = (np.ones(effort.shape, bool) if mask is None
@@ -605,16 +640,39 @@ class LinkIdentification:
                   standard: NDArray[np.float64] | None = None,
                   effort_scale: NDArray[np.float64] | None = None,
                   **info: object) -> LinkEstimate:
-        """Package ``x = [pi_b; phi]`` with its covariance ``sigma^2 (A^T W A)^-1``."""
+        """Package ``x = [pi_b; phi]`` with its covariance.
+
+        White residuals give ``s^2 (A^T W A)^-1``. Residuals of filtered, sampled efforts are
+        coloured, which makes that optimistic by about each joint's integrated
+        autocorrelation time ``t_j`` (in samples); with :attr:`correlated_residuals` the
+        covariance is the sandwich ``s^2 H^-1 (sum_j t_j H_j) H^-1`` (``H_j`` joint j's share
+        of ``H = A^T W A``), so sigma % stay honest.
+        """
         scale = self.effort_scale if effort_scale is None else effort_scale
         stats = self.statistics(sigma, scale)
         dof = max(stats.rows - self.n_unknowns, 1.0)
         factor = _covariance_factor(stats.information)
         finite = np.where(np.isinf(factor), 0.0, factor)
+        times = np.ones(self.model.n)
+        if self.correlated_residuals:
+            times = correlation_times(self._residual(x, scale))
+            d = self._scaling(scale)
+            w = np.asarray(sigma, dtype=float) ** -2
+            meat = np.einsum("j,ja,jab,jb->ab", w * times, d, self._gram[:, :-1, :-1], d)
+            finite = finite @ meat @ finite
         covariance = np.where(np.isinf(factor), np.inf, stats.residual(x) / dof * finite)
         nb = self.base.count
         return LinkEstimate(method, x[:nb].copy(), x[nb:].copy(), np.array(scale, float),
-                            covariance, sigma, standard, dict(info))
+                            covariance, sigma, standard,
+                            dict(info, correlation_time=times.tolist()))
+
+    def _residual(self, x: NDArray[np.float64], scale: NDArray[np.float64]
+                  ) -> NDArray[np.float64]:
+        """Measured minus predicted effort (N, nv), zero outside the mask."""
+        nb = self.base.count
+        rigid = np.einsum("njb,b->nj", self.yb, x[:nb])
+        predicted = scale * rigid + np.einsum("njf,f->nj", self.f, x[nb:])
+        return np.where(self.mask, self.effort - predicted, 0.0)
 
     # -- estimators ------------------------------------------------------------------------
 
@@ -1012,7 +1070,12 @@ def _replace_inertial(text: str, link: str, body: BodyParameters) -> str:
     a, b = start.end() + inner.start(), start.end() + inner.end()
     line = masked.rfind("\n", 0, a) + 1
     indent = re.match(r"[ \t]*", masked[line:a]).group(0)
-    return text[:a] + _inertial_xml(body, indent) + text[b:]
+    block = _inertial_xml(body, indent)
+    comments = _COMMENT.findall(text[a:b])  # keep the element's comments, first inside it
+    if comments:
+        kept = "".join(f"\n{indent}  {c}" for c in comments)
+        block = block.replace("<inertial>", "<inertial>" + kept, 1)
+    return text[:a] + block + text[b:]
 
 
 def identified_urdf(model: LinkModel, standard: ArrayLike) -> str:

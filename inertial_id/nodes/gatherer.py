@@ -85,7 +85,7 @@ class Gatherer(Node):
                                            msg.position, msg.velocity)
         except InertialIdError as exc:
             self.rejected["joint_state_invalid"] += 1
-            self.get_logger().warn(f"joint state dropped: {exc}", throttle_duration_sec=2.0)
+            self.get_logger().warning(f"joint state dropped: {exc}", throttle_duration_sec=2.0)
 
     def on_wrench(self, msg: WrenchStamped) -> None:
         self.wrench_input.tick()
@@ -96,7 +96,7 @@ class Gatherer(Node):
             self.gathering.add_wrench(to_seconds(msg.header.stamp), wrench_to_array(msg.wrench))
         except InertialIdError as exc:
             self.rejected["wrench_invalid"] += 1
-            self.get_logger().warn(f"wrench dropped: {exc}", throttle_duration_sec=2.0)
+            self.get_logger().warning(f"wrench dropped: {exc}", throttle_duration_sec=2.0)
 
     def publish_ready(self) -> None:
         if self.gathering is None:

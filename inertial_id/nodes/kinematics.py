@@ -73,10 +73,10 @@ class Kinematics(Node):
             )
         except (InertialIdError, ValueError) as exc:
             self.dropped += len(msg.stamps)
-            self.get_logger().warn(f"joint samples dropped: {exc}", throttle_duration_sec=2.0)
+            self.get_logger().warning(f"joint samples dropped: {exc}", throttle_duration_sec=2.0)
             return
         if msg.header.frame_id not in ("", self.sensor_frame):
-            self.get_logger().warn(
+            self.get_logger().warning(
                 f"wrench frame {msg.header.frame_id!r} is not sensor_frame "
                 f"{self.sensor_frame!r}: the wrench must be expressed in the sensor frame",
                 throttle_duration_sec=10.0,

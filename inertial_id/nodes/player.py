@@ -50,7 +50,7 @@ class Player(Node):
         if topic not in self.publishers_by_topic:
             cls = message_class(msgtype)
             if cls is None:
-                self.get_logger().warn(f"skipping {topic}: type {msgtype} is not installed")
+                self.get_logger().warning(f"skipping {topic}: type {msgtype} is not installed")
                 self.publishers_by_topic[topic] = None  # type: ignore[assignment]
             else:
                 qos = latched_qos() if topic.endswith("robot_description") else pipeline_qos(1000)

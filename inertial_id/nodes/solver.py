@@ -90,7 +90,7 @@ class Solver(Node):
             samples = sensor_samples_from_msg(msg)
             step = self.online.add(**samples)
         except (InertialIdError, ValueError) as exc:
-            self.get_logger().warn(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
+            self.get_logger().warning(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
             return
         now = self.get_clock().now().nanoseconds * 1e-9
         self.latencies.extend(now - samples["times"])
@@ -128,7 +128,7 @@ class Solver(Node):
             self.status = self._status()
         except InertialIdError as exc:
             self.status = (DiagnosticStatus.ERROR, f"solve failed, keeping last: {exc}")
-            self.get_logger().warn(self.status[1], throttle_duration_sec=5.0)
+            self.get_logger().warning(self.status[1], throttle_duration_sec=5.0)
         estimate = self.online.estimate
         if estimate is None or not estimate.physically_consistent:
             return
