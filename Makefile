@@ -16,7 +16,7 @@ SETUP_INPUTS := scripts/setup_venv.sh requirements.txt requirements-dev.txt cons
 
 # Tests: DDS discovery on this host only, and a domain id per run (unless given) so that
 # parallel runs on one machine do not see each other's topics. $$$$ is the recipe shell's PID.
-TEST_ENV = ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST \
+TEST_ENV = ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST OMP_NUM_THREADS=1 \
            ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}
 
 .PHONY: venv demo test lint clean

@@ -8,6 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inertial_id.core.regressor import WRENCH_SIGNS
+from inertial_id.links_tool import (
+    add_excite_parser,
+    add_identify_links_parser,
+    run_excite,
+    run_identify_links,
+)
 
 DESCRIPTION = """\
 Identify the inertial parameters (mass, centre of mass, inertia) of a payload carried
@@ -144,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_replay(sub)
     _add_simulate(sub)
     _add_play(sub)
+    add_identify_links_parser(sub)
+    add_excite_parser(sub)
     return parser
 
 
@@ -216,7 +224,8 @@ def _play(args: argparse.Namespace) -> int:
     return play_bag(args.bag, rate=args.rate, loop=args.loop)
 
 
-COMMANDS = {"demo": _demo, "replay": _replay, "simulate": _simulate, "play": _play}
+COMMANDS = {"demo": _demo, "replay": _replay, "simulate": _simulate, "play": _play,
+            "identify-links": run_identify_links, "excite": run_excite}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

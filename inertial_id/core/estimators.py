@@ -90,7 +90,7 @@ def scaled_condition_number(information: NDArray[np.float64]) -> float:
     return float(np.sqrt(eig[-1] / eig[0])) if eig[0] > 0 else float("inf")
 
 
-def _covariance_factor(information: NDArray[np.float64]) -> NDArray[np.float64]:
+def covariance_factor(information: NDArray[np.float64]) -> NDArray[np.float64]:
     """``(A^T W A)^-1``, with infinite variance for unknowns the data do not determine.
 
     Eigen-directions with eigenvalues below 1e-12 of the largest (in column-scaled units) are
@@ -120,7 +120,7 @@ def make_estimate(
     dof = max(stats.rows - n, 1.0)
     sigma2 = stats.residual(x) / dof
     covariance = np.zeros((N_UNKNOWNS, N_UNKNOWNS))
-    factor = _covariance_factor(stats.information[:n, :n])
+    factor = covariance_factor(stats.information[:n, :n])
     finite = np.where(np.isinf(factor), 0.0, factor)
     covariance[:n, :n] = np.where(np.isinf(factor), np.inf, sigma2 * finite)
     return Estimate(

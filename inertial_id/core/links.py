@@ -23,6 +23,11 @@ Conventions
   prior of the constrained estimators then anchors the scale when gains are refined.
 - Base parameters (Gautier's numerical method, used by Bonnet et al. 2016): ``Y = Y_b K`` and
   ``pi_b = K pi``; ``Y_b`` has full column rank.
+
+Contents: :class:`LinkModel` (reduced chain, CAD, limits, regressor), :func:`base_parameters`,
+:class:`FrictionModel`, :class:`LinkIdentification` (data, WLS with sigma %, PLS, the CAD
+baseline with fitted drive terms), :class:`ConstrainedLinkEstimator` (SDP / QP with the CAD
+prior), :func:`identify` (the workflow) and :func:`identified_urdf` (writing the result).
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError, ModelError, SampleError, SolverError
 from inertial_id.core.estimators import (
-    _covariance_factor,
+    covariance_factor,
     pseudo_inertia_expression,
     square_root,
 )
@@ -310,8 +315,10 @@ class BaseParameters:
         return y[..., self.independent]
 
     def link_of(self, n_links: int) -> NDArray[np.intp]:
-        """Body index of each base parameter (the body of its independent column)."""
-        return np.minimum(self.independent // N_PI, n_links - 1)
+        """Body index (0..n_links-1) of each base parameter: that of its independent
+        column (Bonnet's sub-regressor of the body)."""
+        del n_links  # every independent column belongs to one of the bodies
+        return (self.independent // N_PI).astype(np.intp)
 
     def expressions(self, names: Sequence[str], digits: int = 4) -> list[str]:
         """Readable ``pi_b`` entries, e.g. ``arm_2_joint.Izz + 0.01563 arm_3_joint.m``."""
@@ -534,7 +541,9 @@ class LinkIdentification:
     parameters of the model. ``mask`` (N, nv) selects the equations the estimators use (e.g.
     leave out a joint's samples at rest, where Coulomb friction is undetermined); predictions
     cover every sample. ``correlated_residuals`` corrects the covariance (and sigma %) for
-    coloured residuals, see :meth:`_estimate`.
+    coloured residuals, see :meth:`_estimate`. ``known_scale`` (bool per joint) marks the
+    effort scales that are known (e.g. one reference gain, which anchors the common scale):
+    fitting and refinement leave them unchanged.
     """
 
     def __init__(
@@ -549,8 +558,12 @@ class LinkIdentification:
         effort_scale: ArrayLike | None = None,
         mask: ArrayLike | None = None,
         correlated_residuals: bool = False,
+        known_scale: ArrayLike | None = None,
     ) -> None:
         self.model = model
+        # Joints whose effort scale is known: fit_cad and the refinement keep theirs.
+        self.known_scale = (np.zeros(model.n, bool) if known_scale is None
+                            else np.asarray(known_scale, dtype=bool).reshape(model.n))
         self.correlated_residuals = correlated_residuals
         self.friction_model = friction or FrictionModel()
         self.base = base or structural_base_parameters(model)
@@ -651,7 +664,7 @@ class LinkIdentification:
         scale = self.effort_scale if effort_scale is None else effort_scale
         stats = self.statistics(sigma, scale)
         dof = max(stats.rows - self.n_unknowns, 1.0)
-        factor = _covariance_factor(stats.information)
+        factor = covariance_factor(stats.information)
         finite = np.where(np.isinf(factor), 0.0, factor)
         times = np.ones(self.model.n)
         if self.correlated_residuals:
@@ -710,8 +723,9 @@ class LinkIdentification:
 
     def fit_cad(self, cad: NDArray[np.float64] | None = None,
                 fit_scale: bool = True) -> LinkEstimate:
-        """The CAD model made fair: CAD inertials, friction/offsets (and ``s_j`` when
-        ``fit_scale``) fitted per joint by least squares on these data."""
+        """The CAD model made fair: CAD inertials (or ``cad``), friction/offsets and, when
+        ``fit_scale``, the effort scales ``s_j`` not marked known, fitted per joint by least
+        squares on these data."""
         cad = self.model.cad if cad is None else np.asarray(cad, dtype=float)
         base = self.base.regrouping @ cad.ravel()
         rigid = np.einsum("njb,b->nj", self.yb, base)
@@ -722,12 +736,13 @@ class LinkIdentification:
             cols = np.flatnonzero(np.any(self.f[rows, j, :] != 0, axis=0))
             a = self.f[rows, j][:, cols]
             target = self.effort[rows, j]
-            if fit_scale:
+            free = fit_scale and not self.known_scale[j]
+            if free:
                 a = np.column_stack((rigid[rows, j], a))
             else:
                 target = target - scale[j] * rigid[rows, j]
             coef = np.linalg.lstsq(a, target, rcond=None)[0]
-            if fit_scale:
+            if free:
                 scale[j], coef = coef[0], coef[1:]
             friction[cols] = coef
         x = np.concatenate((base, friction))
@@ -751,12 +766,13 @@ class ConstrainedLinkEstimator:
     the signal), subject to
 
     - ``method="sdp"``: ``J(pi_i - a_i) >= epsilon`` (scaled LMI per link, CLARABEL);
-    - ``method="qp"`` (Bonnet's QP, OSQP): linear inequalities only — ``m_i - a_m,i >= 0``
-      and cutting planes ``u^T J(pi_i - a_i) u >= epsilon`` for sampled directions ``u`` in
-      R^4 (u = (d, 0) gives ``d^T Sigma d >= epsilon``, Bonnet's sampled inertia constraint on
-      the density covariance), refined by adding the eigenvector of the smallest eigenvalue
-      of each violating ``J`` until all are positive definite (the QP outer approximation
-      converges to the LMI).
+    - ``method="qp"`` (Bonnet's QP, OSQP): linear inequalities only, cutting planes
+      ``u^T J(pi_i - a_i) u >= epsilon`` (scaled) for directions ``u`` in R^4: the axes
+      (``u = e_4`` is Bonnet's ``m_i >= 0``), sampled ``u = (d, 0)`` (``d^T Sigma d >= eps``,
+      Bonnet's sampled inertia constraint, here on the density covariance ``Sigma``, which
+      also gives the triangle inequalities) and random ones; then, while some ``J`` is not
+      positive definite, the eigenvector of its smallest eigenvalue is added as a cut and the
+      QP re-solved (an outer approximation converging to the LMI).
 
     Both may add a CoM box ``c_CAD - margin <= c_i <= c_CAD + margin`` (linear in ``pi``).
     ``consistency="link"`` applies the constraints to the child link alone (``a_i`` = CAD of
@@ -898,15 +914,15 @@ class ConstrainedLinkEstimator:
         """The constrained estimate for ``problem`` weighted by ``joint_sigma``."""
         self._hold_target.value = (self.base.regrouping @ self.prior.ravel())[self.hold]
         stats = problem.statistics(joint_sigma)
-        rows = stats.energy if stats.energy > 0 else 1.0  # the data term relative to e^T W e
+        energy = stats.energy if stats.energy > 0 else 1.0  # data term relative to e^T W e
         nb = self.base.count
-        diag = np.diag(stats.information)[nb:] / rows
+        diag = np.diag(stats.information)[nb:] / energy
         self._friction_unit = 1.0 / np.sqrt(np.where(diag > 0, diag, 1.0))
         scale = np.concatenate((np.ones(nb), self._friction_unit))
         normalised = SufficientStatistics(stats.n_unknowns)
-        normalised.information = stats.information / rows * np.outer(scale, scale)
-        normalised.moment = stats.moment / rows * scale
-        normalised.energy = stats.energy / rows
+        normalised.information = stats.information / energy * np.outer(scale, scale)
+        normalised.moment = stats.moment / energy * scale
+        normalised.energy = stats.energy / energy
         normalised.rows = stats.rows
         r, z = square_root(normalised)
         self._r.value, self._z.value = r, z
@@ -919,6 +935,10 @@ class ConstrainedLinkEstimator:
             self._cutting_planes()
         v = np.asarray(self._v.value, dtype=float)
         standard = (v * self.units.ravel()).reshape(self.n, N_PI)
+        bad = [self.model.link_names[i] for i in range(self.n)
+               if not is_physically_consistent(standard[i] - self.attach[i])]
+        if bad:
+            raise SolverError(f"{self.method} solution not physically consistent for {bad}")
         friction = np.asarray(self._u.value, dtype=float) * self._friction_unit
         x = np.concatenate((self.base.regrouping @ standard.ravel(), friction))
         sigma = np.asarray(joint_sigma, dtype=float)
@@ -933,8 +953,8 @@ class ConstrainedLinkEstimator:
     def _run(self, solver: str) -> None:
         try:
             if solver == "OSQP":
-                self._problem.solve(solver="OSQP", eps_abs=1e-8, eps_rel=1e-8,
-                                    max_iter=100000, polish=True, warm_start=False)
+                self._problem.solve(solver="OSQP", eps_abs=1e-6, eps_rel=1e-6,
+                                    max_iter=100000, warm_start=False)
             else:
                 self._problem.solve(solver=solver)
         except cp.error.SolverError as exc:
@@ -991,9 +1011,12 @@ def identify(
 
     wls/pls give base parameters; their standard parameters are the CAD-nearest ones with
     ``K pi = pi_b`` (in CAD units), not necessarily consistent. sdp/qp solve
-    :class:`ConstrainedLinkEstimator`; ``refine_scale`` alternations then refit the effort
-    scales per joint against the identified torques and re-solve (the prior anchors the
-    common scale, see the module docstring).
+    :class:`ConstrainedLinkEstimator` (``prior_weight``, ``consistency``, ``com_margin``,
+    ``epsilon`` are its options). With ``max_relative_std`` (percent) the base parameters
+    whose WLS sigma % exceeds it keep their CAD values (Bonnet et al. 2016: unreliable base
+    parameters leave the QP). ``refine_scale`` alternations then refit the effort scales per
+    joint against the identified torques and re-solve (the prior anchors the common scale,
+    see the module docstring); the problem's ``effort_scale`` is updated.
     """
     if method not in METHODS:
         raise SolverError(f"unknown method {method!r}: {', '.join(METHODS)}")

@@ -1,0 +1,436 @@
+"""``inertial-id identify-links`` and ``inertial-id excite``: link identification from joint
+efforts, and exciting trajectories. The maths is in :mod:`inertial_id.core.links` and
+:mod:`inertial_id.core.excitation`; this module reads files, runs them and writes results."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+from numpy.typing import NDArray
+
+from inertial_id.core.errors import InertialIdError, SampleError
+from inertial_id.core.links import (
+    COULOMB_MODELS,
+    METHODS,
+    FrictionModel,
+    LinkEstimate,
+    LinkIdentification,
+    LinkModel,
+    identified_urdf,
+    identify,
+    structural_base_parameters,
+)
+from inertial_id.core.parameters import BodyParameters, min_pseudo_inertia_eigenvalue
+from inertial_id.core.signals import savitzky_golay
+
+IDENTIFY_HELP = """\
+Identify the inertial parameters of a robot's links from joint positions and efforts (joint
+torques or motor currents), with friction, offsets and optionally drive gains.
+
+Input: CSV files with a `t` column (s) and one column per joint, named like the TIAGo export
+(`- arm_1_joint_position`, `- arm_1_joint_effort`; a plain `arm_1_joint_position` works too).
+Joints missing from the CSV are locked (at 0 unless --locked gives a position). Velocities and
+accelerations come from Savitzky-Golay differentiation of the positions (zero phase); a
+driver's velocity (--velocity) is used only when given, and a filtered one lags.
+
+Model per joint j: effort_j = s_j * (Y_j pi) + friction_j, with Y the joint-torque regressor
+(pinocchio), pi the 10 inertial parameters of each body about its joint frame, friction =
+Coulomb + viscous + offset, and s_j the effort scale (effort per N m; 1 when efforts are
+torques, fitted per joint against the URDF's CAD torques with --fit-gains: efforts alone only
+give pi up to a common scale, which the CAD prior anchors).
+
+Methods: wls (weighted least squares on the base parameters, sigma % per base parameter),
+pls (partial least squares), sdp (least squares + CAD prior subject to J(pi_i) >= 0 for each
+link: physically consistent, CLARABEL), qp (the same prior with linear constraints: mass,
+optional CoM box, cutting planes of J >= 0; OSQP). Writes a YAML summary (--output) and the
+URDF with the identified links' <inertial> replaced (--output-urdf)."""
+
+EXCITE_HELP = """\
+Optimise an exciting joint trajectory (finite Fourier series over one period, starting at rest)
+within the URDF's position and velocity limits, with RNEA-checked effort limits. Default
+criterion: the condition number of the stacked payload regressor at --sensor-frame (F/T
+payload identification); with --links, Bonnet's mass-weighted sum of per-link sub-regressor
+condition numbers (link identification). Reports the criterion against a random trajectory of
+the same period and harmonics, and writes a CSV (t, then position/velocity/acceleration of each
+joint) and a YAML (joints, home, amplitudes, phases, period) that the simulator and a robot
+driver can play."""
+
+
+# --------------------------------------------------------------------------------- input
+
+
+@dataclass(frozen=True)
+class JointTable:
+    """A CSV of joint values: ``t`` (N,), joint names, ``values`` (N, joints)."""
+
+    t: NDArray[np.float64]
+    names: list[str]
+    values: NDArray[np.float64]
+
+
+_KINDS = ("_position", "_velocity", "_effort", "_acceleration")
+
+
+def joint_name(header: str) -> str:
+    """``- arm_1_joint_position`` -> ``arm_1_joint``."""
+    name = header.strip()
+    if name.startswith("- "):
+        name = name[2:].strip()
+    for kind in _KINDS:
+        if name.endswith(kind):
+            return name[: -len(kind)]
+    return name
+
+
+def read_joint_csv(path: str | Path) -> JointTable:
+    """Read a joint CSV (``t`` first, one column per joint; :class:`SampleError` if unusable)."""
+    path = Path(path)
+    try:
+        header = path.read_text().splitlines()[0].split(",")
+        table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    except (OSError, IndexError, ValueError) as exc:
+        raise SampleError(f"{path}: cannot read a joint CSV ({exc})") from exc
+    if header[0].strip() != "t" or table.shape[1] != len(header):
+        raise SampleError(f"{path}: expected a 't' column then one column per joint")
+    if not np.all(np.isfinite(table)):
+        raise SampleError(f"{path}: contains NaN or inf")
+    if np.any(np.diff(table[:, 0]) <= 0):
+        raise SampleError(f"{path}: stamps are not strictly increasing")
+    return JointTable(table[:, 0].copy(), [joint_name(h) for h in header[1:]],
+                      np.ascontiguousarray(table[:, 1:]))
+
+
+def _aligned(table: JointTable, reference: JointTable, what: str) -> NDArray[np.float64]:
+    """``table``'s values in ``reference``'s joint order, checking the clocks match."""
+    if table.t.shape != reference.t.shape or not np.allclose(table.t, reference.t, atol=1e-6):
+        raise SampleError(f"the {what} CSV is not on the position CSV's rows and clock")
+    index = {n: i for i, n in enumerate(table.names)}
+    missing = [n for n in reference.names if n not in index]
+    if missing:
+        raise SampleError(f"the {what} CSV lacks joints {', '.join(missing)}")
+    return table.values[:, [index[n] for n in reference.names]]
+
+
+@dataclass(frozen=True)
+class JointData:
+    """Joint trajectories in the model's joint order: ``q, qd, qdd, effort`` (N, nv)."""
+
+    t: NDArray[np.float64]
+    q: NDArray[np.float64]
+    qd: NDArray[np.float64]
+    qdd: NDArray[np.float64]
+    effort: NDArray[np.float64]
+    valid: NDArray[np.bool_]  # rows away from the record's ends (full filter windows)
+
+    def rows(self, start: int, stop: int) -> tuple[NDArray[np.float64], ...]:
+        """``q, qd, qdd, effort`` of rows ``[start, stop)`` that are valid."""
+        keep = np.zeros(self.t.size, bool)
+        keep[start:stop] = True
+        keep &= self.valid
+        return self.q[keep], self.qd[keep], self.qdd[keep], self.effort[keep]
+
+
+def joint_data(model: LinkModel, position: JointTable, effort: JointTable,
+               velocity: JointTable | None = None, window: int = 31, order: int = 3
+               ) -> JointData:
+    """Smooth and differentiate positions (Savitzky-Golay on the stamps), order by model."""
+    index = model.order(position.names)
+    raw = position.values[:, index]
+    effort_values = _aligned(effort, position, "effort")[:, index]
+    q = savitzky_golay(position.t, raw, window, order, 0)
+    qd = savitzky_golay(position.t, raw, window, order, 1)
+    qdd = savitzky_golay(position.t, raw, window, order, 2)
+    if velocity is not None:
+        qd = _aligned(velocity, position, "velocity")[:, index]
+    valid = np.zeros(position.t.size, bool)
+    valid[window // 2: position.t.size - window // 2] = True
+    return JointData(position.t, q, qd, qdd, effort_values, valid)
+
+
+# --------------------------------------------------------------------------------- output
+
+
+def _pairs(text: str) -> tuple[str, float]:
+    name, _, value = text.partition("=")
+    try:
+        return name.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}") from None
+
+
+def link_document(model: LinkModel, standard: NDArray[np.float64]) -> dict:
+    """Per identified link: own parameters in its link frame (as written to the URDF) and the
+    body's ``pi`` about the joint frame with its consistency."""
+    out = {}
+    for i, link in enumerate(model.link_names):
+        own = standard[i] - model.attachments[i]
+        body = BodyParameters.from_pi(own)
+        entry = {
+            "joint": model.joint_names[i],
+            "mass": float(body.mass),
+            "pi_joint_frame": [float(v) for v in standard[i]],
+            "physically_consistent": bool(body.is_physically_consistent()),
+            "min_pseudo_inertia_eigenvalue": min_pseudo_inertia_eigenvalue(own),
+            "body_physically_consistent": bool(
+                BodyParameters.from_pi(standard[i]).is_physically_consistent()),
+        }
+        if body.mass > 0:
+            entry["com"] = [float(v) for v in body.com]
+            ic = body.inertia_com
+            entry["inertia_com"] = [float(ic[a, b]) for a, b in
+                                    ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))]
+        out[link] = entry
+    return out
+
+
+def estimate_document(problem: LinkIdentification, estimate: LinkEstimate,
+                      max_relative_std: float = 10.0) -> dict:
+    """Base parameters with sigma %, friction per joint, effort scales."""
+    nb = problem.base.count
+    rel, std = estimate.relative_std, estimate.std
+    base = [{"name": name, "value": float(estimate.base[k]), "std": float(std[k]),
+             "relative_std_percent": float(rel[k]),
+             "identifiable": bool(rel[k] <= max_relative_std)}
+            for k, name in enumerate(problem.base_names)]
+    friction: dict[str, dict[str, float]] = {}
+    for k, name in enumerate(problem.friction_names):
+        joint, term = name.rsplit(".", 1)
+        friction.setdefault(joint, {})[term] = float(estimate.friction[k])
+        friction[joint][f"{term}_relative_std_percent"] = float(rel[nb + k])
+    names = problem.model.joint_names
+    return {
+        "base_parameters": base,
+        "friction": friction,
+        "effort_scale": {n: float(s) for n, s in zip(names, estimate.effort_scale, strict=True)},
+        "drive_gain": {n: (float(1.0 / s) if s != 0 else None)
+                       for n, s in zip(names, estimate.effort_scale, strict=True)},
+        "joint_sigma": {n: float(s) for n, s in zip(names, estimate.joint_sigma, strict=True)},
+    }
+
+
+def _rms(names: Sequence[str], values: NDArray[np.float64]) -> dict[str, float]:
+    return {n: float(v) for n, v in zip(names, values, strict=True)}
+
+
+# ------------------------------------------------------------------------- identify-links
+
+
+def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``identify-links`` to the ``inertial-id`` subcommands."""
+    p = subparsers.add_parser(
+        "identify-links", help="identify link inertias, friction and gains from joint efforts",
+        description=IDENTIFY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--urdf", required=True, help="the robot's URDF (CAD prior and kinematics)")
+    p.add_argument("--position", required=True, type=Path, metavar="CSV",
+                   help="joint positions: t, then one column per joint (rad, m)")
+    p.add_argument("--effort", required=True, type=Path, metavar="CSV",
+                   help="joint efforts on the same rows (N m, N, or motor units with "
+                   "--fit-gains)")
+    p.add_argument("--velocity", type=Path, metavar="CSV",
+                   help="use these velocities instead of differentiating the positions")
+    p.add_argument("--train-rows", type=int, nargs=2, metavar=("A", "B"),
+                   help="identify on rows [A, B) only (zero-based); other rows are reported "
+                   "as validation")
+    p.add_argument("--locked", type=_pairs, nargs="*", default=[], metavar="NAME=VALUE",
+                   help="lock these joints at these positions (every joint absent from the "
+                   "CSV is locked, at 0 by default)")
+    p.add_argument("--method", choices=METHODS, default="sdp",
+                   help="wls, pls, sdp (LMI per link, default) or qp (linear constraints)")
+    p.add_argument("--output", type=Path, metavar="OUT.yaml",
+                   help="write base parameters, sigma %%, friction, gains, RMS, links")
+    p.add_argument("--output-urdf", type=Path, metavar="OUT.urdf",
+                   help="write the URDF with the identified links' <inertial> replaced")
+    p.add_argument("--window", type=int, default=31,
+                   help="Savitzky-Golay window, samples, odd (default 31)")
+    p.add_argument("--order", type=int, default=3, help="Savitzky-Golay order (default 3)")
+    p.add_argument("--friction", choices=COULOMB_MODELS, default="symmetric",
+                   help="Coulomb model: symmetric + offset (default; equals asymmetric "
+                   "levels fc +/- offset), asymmetric (fc+, fc-: needs rest samples to be "
+                   "separable from the offset), none")
+    p.add_argument("--no-viscous", action="store_true", help="no viscous friction")
+    p.add_argument("--no-offset", action="store_true", help="no effort offset")
+    p.add_argument("--armature", action="store_true",
+                   help="add a reflected rotor inertia per joint (Ia qdd)")
+    p.add_argument("--velocity-threshold", type=float, default=2e-3,
+                   help="|qd| below which Coulomb friction is taken as zero (default 0.002)")
+    p.add_argument("--fit-gains", action="store_true",
+                   help="efforts are not torques: fit each joint's effort scale against the "
+                   "CAD torques first")
+    p.add_argument("--known-gain", type=_pairs, nargs="*", default=[], metavar="NAME=K",
+                   help="drive gains that are known (torque per effort unit): kept when "
+                   "fitting; one known gain anchors the scale of pi")
+    p.add_argument("--refine-gains", type=int, default=0, metavar="N",
+                   help="sdp/qp: N alternations refitting the effort scales (default 0)")
+    p.add_argument("--prior-weight", type=float, default=1e-2,
+                   help="sdp/qp: weight of ||(pi - pi_CAD)/units||^2 relative to the "
+                   "weighted effort energy (default 0.01)")
+    p.add_argument("--max-relative-std", type=float, default=10.0,
+                   help="sdp/qp: base parameters with sigma %% above this keep their CAD "
+                   "values (Bonnet); 0 disables (default 10)")
+    p.add_argument("--coloured-residuals", action="store_true",
+                   help="correct sigma %% for the residuals' autocorrelation time")
+    p.add_argument("--consistency", choices=("link", "body"), default="link",
+                   help="constrain each URDF link alone (rigid attachments at CAD, default) "
+                   "or the whole body that moves with the joint")
+    p.add_argument("--com-margin", type=float, metavar="M",
+                   help="sdp/qp: keep each body's CoM within M metres of the CAD CoM (box)")
+    return p
+
+
+def _locks(model_joints: Sequence[str], csv_joints: Sequence[str],
+           locked: Sequence[tuple[str, float]]) -> tuple[list[str], dict[str, float]]:
+    lock = dict(locked)
+    moving = [n for n in csv_joints if n in model_joints and n not in lock]
+    return moving, lock
+
+
+def run_identify_links(args: argparse.Namespace) -> int:
+    """Run ``identify-links``; 0 on success (errors raise :class:`InertialIdError`)."""
+    begin = time.perf_counter()
+    position = read_joint_csv(args.position)
+    effort = read_joint_csv(args.effort)
+    velocity = read_joint_csv(args.velocity) if args.velocity else None
+    from inertial_id.core.kinematics import load_urdf_model
+    from inertial_id.core.links import urdf_text
+
+    text = urdf_text(args.urdf)
+    names = list(load_urdf_model(text).names)[1:]
+    moving, lock = _locks(names, position.names, args.locked)
+    if not moving:
+        raise SampleError("none of the CSV's joints is a joint of the URDF")
+    model = LinkModel(text, joints=moving, locked=lock)
+    data = joint_data(model, position, effort, velocity, args.window, args.order)
+    n = data.t.size
+    start, stop = args.train_rows or (0, n)
+    if not 0 <= start < stop <= n:
+        raise SampleError(f"--train-rows must satisfy 0 <= A < B <= {n}")
+    friction = FrictionModel(args.friction, not args.no_viscous, not args.no_offset,
+                             args.velocity_threshold, args.armature)
+    base = structural_base_parameters(model)
+    known = dict(args.known_gain)
+    unknown = [n for n in known if n not in model.joint_names]
+    if unknown:
+        raise SampleError(f"--known-gain for joints that do not move: {', '.join(unknown)}")
+    scale = np.array([1.0 / known[n] if n in known else 1.0 for n in model.joint_names])
+    problem = LinkIdentification(model, *data.rows(start, stop), friction, base,
+                                 effort_scale=scale,
+                                 correlated_residuals=args.coloured_residuals,
+                                 known_scale=[n in known for n in model.joint_names])
+    cad = problem.fit_cad(fit_scale=args.fit_gains)
+    problem.effort_scale = cad.effort_scale.copy()
+    threshold = args.max_relative_std if args.max_relative_std > 0 else None
+    estimate = identify(problem, args.method, prior_weight=args.prior_weight,
+                        consistency=args.consistency, com_margin=args.com_margin,
+                        refine_scale=args.refine_gains, max_relative_std=threshold)
+    doc = {"method": args.method, "urdf": str(args.urdf), "joints": model.joint_names,
+           "locked": {k: float(v) for k, v in model.locked.items()},
+           "train_rows": [int(start), int(stop)], "samples": problem.samples,
+           "friction_model": {"coulomb": friction.coulomb, "viscous": friction.viscous,
+                              "offset": friction.offset, "armature": friction.armature},
+           "torque_rms": _rms(model.joint_names, problem.rms(estimate)),
+           "torque_rms_cad": _rms(model.joint_names, problem.rms(cad))}
+    doc.update(estimate_document(problem, estimate, args.max_relative_std or 10.0))
+    if estimate.standard is not None:
+        doc["links"] = link_document(model, estimate.standard)
+        doc["all_links_consistent"] = all(v["physically_consistent"]
+                                          for v in doc["links"].values())
+    others = np.ones(n, bool)
+    others[start:stop] = False
+    if np.any(others & data.valid):
+        keep = others & data.valid
+        held = LinkIdentification(model, data.q[keep], data.qd[keep], data.qdd[keep],
+                                  data.effort[keep], friction, base)
+        doc["validation_rms"] = _rms(model.joint_names, held.rms(estimate))
+        doc["validation_rms_cad"] = _rms(model.joint_names, held.rms(cad))
+    doc["seconds"] = round(time.perf_counter() - begin, 3)
+    _print_summary(model, doc)
+    if args.output:
+        args.output.write_text(yaml.safe_dump(doc, sort_keys=False))
+        print(f"wrote {args.output}")
+    if args.output_urdf:
+        if estimate.standard is None:
+            raise InertialIdError("this method gave no standard parameters to write")
+        args.output_urdf.write_text(identified_urdf(model, estimate.standard))
+        print(f"wrote {args.output_urdf}")
+    return 0
+
+
+def _print_summary(model: LinkModel, doc: dict) -> None:
+    print(f"{doc['method']}: {doc['samples']} samples, {len(doc['base_parameters'])} base "
+          f"parameters ({sum(b['identifiable'] for b in doc['base_parameters'])} with "
+          f"sigma <= threshold), {doc['seconds']:.1f} s")
+    print(f"{'joint':24s} {'RMS id':>10s} {'RMS CAD':>10s}")
+    for j in model.joint_names:
+        print(f"{j:24s} {doc['torque_rms'][j]:10.4g} {doc['torque_rms_cad'][j]:10.4g}")
+    if "all_links_consistent" in doc:
+        print(f"all links physically consistent: {doc['all_links_consistent']}")
+
+
+# --------------------------------------------------------------------------------- excite
+
+
+def add_excite_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``excite`` to the ``inertial-id`` subcommands."""
+    p = subparsers.add_parser("excite", help="optimise an exciting trajectory (payload or links)",
+                              description=EXCITE_HELP,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--urdf", help="robot URDF (default: the bundled arm)")
+    p.add_argument("--sensor-frame", default="ft_sensor",
+                   help="F/T sensor frame for the payload criterion (default ft_sensor)")
+    p.add_argument("--links", action="store_true",
+                   help="optimise for link identification (Bonnet's criterion) instead")
+    p.add_argument("--joints", nargs="*", metavar="NAME",
+                   help="joints that move (default: all); the others are locked")
+    p.add_argument("--locked", type=_pairs, nargs="*", default=[], metavar="NAME=VALUE",
+                   help="positions of locked joints (default 0)")
+    p.add_argument("--duration", type=float, default=10.0,
+                   help="period of the trajectory, s (default 10)")
+    p.add_argument("--harmonics", type=int, default=4, help="Fourier harmonics (default 4)")
+    p.add_argument("--budget", type=int, default=1500,
+                   help="criterion evaluations (default 1500)")
+    p.add_argument("--rate", type=float, default=100.0, help="CSV sample rate, Hz (100)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--output", type=Path, metavar="OUT.csv|OUT.yaml",
+                   help="write OUT.csv and OUT.yaml (same stem)")
+    return p
+
+
+def run_excite(args: argparse.Namespace) -> int:
+    """Run ``excite``; 0 on success."""
+    from inertial_id.core.excitation import (
+        excite_links,
+        excite_payload,
+        write_trajectory_csv,
+        write_trajectory_yaml,
+    )
+    from inertial_id.core.kinematics import SensorKinematics
+    from inertial_id.core.simulation import bundled_urdf_path
+
+    urdf = args.urdf or bundled_urdf_path()
+    options = {"budget": args.budget, "seed": args.seed}
+    if args.links:
+        model = LinkModel(urdf, joints=args.joints, locked=dict(args.locked))
+        result = excite_links(model, args.duration, args.harmonics, **options)
+    else:
+        model = LinkModel(urdf, joints=args.joints, locked=dict(args.locked))
+        kinematics = SensorKinematics(model.urdf, args.sensor_frame, locked_joints=model.locked)
+        result = excite_payload(kinematics, args.duration, args.harmonics, **options)
+    print(f"{result.criterion}: optimised {result.value:.4g}, random {result.random_value:.4g}"
+          f" ({result.evaluations} evaluations, {result.seconds:.1f} s)")
+    for key, value in result.extra.items():
+        print(f"{key}: {value:.4g}")
+    print(f"max |qd|/limit {result.max_velocity_ratio:.3f}, "
+          f"max |tau|/limit {result.max_effort_ratio:.3f} (URDF inertias)")
+    if args.output:
+        stem = args.output.with_suffix("")
+        csv_path = write_trajectory_csv(stem.with_suffix(".csv"), result.trajectory,
+                                        result.joint_names, rate=args.rate)
+        yaml_path = write_trajectory_yaml(stem.with_suffix(".yaml"), result)
+        print(f"wrote {csv_path} and {yaml_path}")
+    return 0
