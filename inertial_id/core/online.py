@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.anomaly import ContactInterval, T2Monitor
-from inertial_id.core.errors import InertialIdError, SolverError
+from inertial_id.core.errors import InertialIdError, SampleError, SolverError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.regressor import predicted_wrench
@@ -144,8 +144,10 @@ class OnlineEstimator:
         w = np.atleast_2d(np.asarray(wrench, dtype=float))
         raw = w if wrench_raw is None else np.atleast_2d(np.asarray(wrench_raw, dtype=float))
         if not (v.shape == a.shape == w.shape == raw.shape == (t.size, 6)):
-            raise InertialIdError(f"batch shapes {t.shape} {v.shape} {a.shape} {w.shape} "
-                                  f"{raw.shape} differ")
+            raise SampleError(f"batch shapes {t.shape} {v.shape} {a.shape} {w.shape} "
+                              f"{raw.shape} differ")
+        if not all(np.all(np.isfinite(x)) for x in (t, v, a, w, raw)):
+            raise SampleError("batch contains NaN or inf")
         events: list[str] = []
         residual = np.zeros_like(w)
         t2 = np.zeros(t.size)

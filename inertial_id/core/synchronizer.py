@@ -20,10 +20,13 @@ from numpy.typing import ArrayLike, NDArray
 from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.signals import local_polynomial
 
+MAX_ABS_VALUE = 1e6
+"""Larger joint positions (rad, m) or wrench components (N, N m) are no measurements."""
 
-def _finite(values: NDArray[np.float64]) -> bool:
-    """All entries finite (a NaN or inf anywhere makes the sum non-finite); cheap per sample."""
-    return math.isfinite(float(values.sum()))
+
+def _plausible(values: NDArray[np.float64]) -> bool:
+    """All entries finite and within ``MAX_ABS_VALUE`` (NaN compares false); cheap per sample."""
+    return bool(np.abs(values).max() <= MAX_ABS_VALUE)
 
 
 @dataclass(frozen=True)
@@ -113,14 +116,15 @@ class FixedLagSynchronizer:
     ) -> bool:
         """Buffer one joint state (model order). Returns False when its stamp was dropped."""
         q = np.asarray(position, dtype=float)
-        if q.shape != (self.n_joints,) or not _finite(q):
-            raise SampleError(f"expected {self.n_joints} finite joint positions, got {q}")
+        if q.shape != (self.n_joints,) or not _plausible(q):
+            raise SampleError(f"expected {self.n_joints} finite, plausible joint positions, "
+                              f"got {q}")
         v = q
         if self.use_measured_velocity:
             if velocity is None:
                 raise SampleError("use_measured_velocity is set but the state has no velocity")
             v = np.asarray(velocity, dtype=float)
-            if v.shape != q.shape or not _finite(v):
+            if v.shape != q.shape or not _plausible(v):
                 raise SampleError(f"expected {self.n_joints} finite joint velocities, got {v}")
         if not self._accept_stamp(self._joint_t, t, "joint_state"):
             return False
@@ -132,8 +136,8 @@ class FixedLagSynchronizer:
     def add_wrench(self, t: float, wrench: ArrayLike) -> bool:
         """Buffer one wrench ``[fx, fy, fz, tx, ty, tz]``. Returns False when dropped."""
         w = np.asarray(wrench, dtype=float)
-        if w.shape != (6,) or not _finite(w):
-            raise SampleError(f"wrench must be 6 finite values, got {w}")
+        if w.shape != (6,) or not _plausible(w):
+            raise SampleError(f"wrench must be 6 finite values under {MAX_ABS_VALUE:g}, got {w}")
         if not self._accept_stamp(self._wrench_t, t, "wrench"):
             return False
         self._wrench_t.append(float(t))
