@@ -20,7 +20,9 @@ sys.path.insert(0, str(BENCH_DIR))
 import _workshop_data as wd  # noqa: E402
 import workshop_tools as bench  # noqa: E402
 
+from inertial_id.core.estimators import ConsistentEstimator, least_squares  # noqa: E402
 from inertial_id.core.parameters import BodyParameters  # noqa: E402
+from inertial_id.core.payload import PayloadConfig, PayloadIdentifier  # noqa: E402
 from inertial_id.core.regressor import regressor  # noqa: E402
 
 # Tools whose stored pi_sensor reproduces the data to rounding (Bent_Jaw_Pliers and Box_Wrench
@@ -172,3 +174,28 @@ def test_zero_noise_recovers_the_truth(data_dir: Path, tmp_path: Path) -> None:
 def test_unknown_method_is_a_usage_error(data_dir: Path) -> None:
     with pytest.raises(SystemExit):
         bench.main(["--data", str(data_dir), "--tools", "Hammer", "--methods", "nope"])
+
+
+# Their stored mass is about 2 ppm off the simulated body (0.2547474 vs 0.254747 kg and
+# 0.2063895 vs 0.20639 kg): the clean wrench is reproduced by a fit to 1e-12 but differs from
+# the stored truth by that much (see ``bench/workshop_tools.py --check``).
+TRUTH_OFF = {"Bent_Jaw_Pliers": 5e-6, "Box_Wrench": 5e-6}
+
+
+def test_every_clean_tool_is_recovered_exactly(data_dir: Path) -> None:
+    """All 20 tools, clean data: least squares and the LMI SDP (with a margin below the
+    thinnest tool's, the Ruler's 7e-10 kg m^2) give the stored pi to 1e-6 relative."""
+    truth = wd.load_ground_truth(data_dir)
+    sdp = ConsistentEstimator(epsilon=1e-12, prior_weight=0.0, known_offset=np.zeros(6))
+    for name in wd.tool_names(data_dir):
+        tool = wd.load_tool(data_dir, name, truth)
+        identifier = PayloadIdentifier(PayloadConfig(wrench_sign="sensor_on_payload",
+                                                     force_noise_std=0.05,
+                                                     torque_noise_std=0.0025))
+        identifier.add(*tool.sensor_samples)
+        tolerance = TRUTH_OFF.get(name, 1e-6)
+        for estimate in (least_squares(identifier.statistics, np.zeros(6)),
+                         sdp.solve(identifier.statistics)):
+            error = np.linalg.norm(estimate.pi - tool.pi_true) / np.linalg.norm(tool.pi_true)
+            assert error < tolerance, (name, estimate.method, error)
+            assert estimate.physically_consistent or estimate.method == "least_squares"
