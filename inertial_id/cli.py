@@ -142,9 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="payload centre of mass in the sensor frame, m")
     demo.add_argument("--inertia", type=_floats(6), metavar="'XX XY XZ YY YZ ZZ'",
                       help="payload inertia about its CoM, sensor axes, kg m^2")
-    demo.add_argument("--wrench-rate", type=float, default=500.0,
+    demo.add_argument("--wrench-rate", type=float, default=1000.0,
                       help="simulated F/T rate, Hz (default: %(default)s)")
-    demo.add_argument("--joint-state-rate", type=float, default=250.0,
+    demo.add_argument("--joint-state-rate", type=float, default=500.0,
                       help="simulated joint state rate, Hz (default: %(default)s)")
     demo.add_argument("--seed", type=int, default=0, help="noise seed (default: %(default)s)")
     _add_replay(sub)

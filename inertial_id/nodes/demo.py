@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.task import Future
@@ -19,7 +18,7 @@ from rclpy.task import Future
 from inertial_id.core.metrics import ParameterErrors, parameter_errors
 from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.msg import InertialParameters
-from inertial_id.nodes.common import latched_qos
+from inertial_id.nodes.common import latched_qos, make_executor
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.simulator import Simulator
@@ -34,8 +33,8 @@ class DemoOptions:
     mass: float | None = None
     com: list[float] | None = None
     inertia: list[float] | None = None
-    wrench_rate: float = 500.0
-    joint_state_rate: float = 250.0
+    wrench_rate: float = 1000.0
+    joint_state_rate: float = 500.0
     seed: int = 0
     print_period: float = 1.0
 
@@ -95,7 +94,7 @@ def run_demo(options: DemoOptions, print_line: Callable[[str], None] = print) ->
         nodes = [simulator, Gatherer(parameter_overrides=urdf),
                  Kinematics(parameter_overrides=urdf), Solver()]
         monitor = Monitor(print_line)
-        executor = SingleThreadedExecutor()
+        executor = make_executor()
         for node in [*nodes, monitor]:
             executor.add_node(node)
         done = Future()
