@@ -296,8 +296,7 @@ def run_identify_links(args: argparse.Namespace) -> int:
     position = read_joint_csv(args.position)
     effort = read_joint_csv(args.effort)
     velocity = read_joint_csv(args.velocity) if args.velocity else None
-    from inertial_id.core.kinematics import load_urdf_model
-    from inertial_id.core.links import urdf_text
+    from inertial_id.core.kinematics import load_urdf_model, urdf_text
 
     text = urdf_text(args.urdf)
     names = list(load_urdf_model(text).names)[1:]

@@ -24,20 +24,24 @@ from inertial_id.core.errors import ModelError, SampleError
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 
 
+def urdf_text(urdf: str) -> str:
+    """URDF text from text or a file path (:class:`ModelError` naming an unreadable file)."""
+    if urdf.lstrip().startswith("<"):
+        return urdf
+    path = Path(urdf).expanduser()
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise ModelError(f"cannot read URDF file {path}: {exc.strerror}") from exc
+
+
 def load_urdf_model(urdf: str) -> pin.Model:
     """Build a pinocchio model from URDF text or a path to a URDF file.
 
     Raises :class:`ModelError` naming the file when it does not exist or does not parse.
     """
-    text = urdf
-    source = "robot_description"
-    if not urdf.lstrip().startswith("<"):
-        path = Path(urdf).expanduser()
-        source = str(path)
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise ModelError(f"cannot read URDF file {path}: {exc.strerror}") from exc
+    text = urdf_text(urdf)
+    source = "robot_description" if text is urdf else str(Path(urdf).expanduser())
     try:
         return pin.buildModelFromXML(text)
     except (RuntimeError, ValueError) as exc:

@@ -36,7 +36,6 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import cvxpy as cp
 import numpy as np
@@ -50,14 +49,17 @@ from inertial_id.core.estimators import (
     pseudo_inertia_expression,
     square_root,
 )
-from inertial_id.core.kinematics import SensorKinematics, load_urdf_model
+from inertial_id.core.kinematics import SensorKinematics, load_urdf_model, urdf_text
 from inertial_id.core.parameters import (
     PI_NAMES,
     BodyParameters,
     from_pinocchio_order,
     is_physically_consistent,
     pseudo_inertia,
+    skew,
+    symmetric_from_vector,
     to_pinocchio_order,
+    vector_from_symmetric,
 )
 from inertial_id.core.pls import pls_components_by_rss, pls_path
 from inertial_id.core.statistics import SufficientStatistics
@@ -68,17 +70,6 @@ _FROM_PIN = from_pinocchio_order(np.arange(N_PI)).astype(int)
 
 
 # --------------------------------------------------------------------------- the chain model
-
-
-def urdf_text(urdf: str) -> str:
-    """URDF text from text or a file path (:class:`ModelError` when unreadable)."""
-    if urdf.lstrip().startswith("<"):
-        return urdf
-    path = Path(urdf).expanduser()
-    try:
-        return path.read_text()
-    except OSError as exc:
-        raise ModelError(f"cannot read URDF file {path}: {exc.strerror}") from exc
 
 
 def _lock_positions(
@@ -106,10 +97,6 @@ def _lock_positions(
     return lock
 
 
-def _rpy_matrix(rpy: Sequence[float]) -> NDArray[np.float64]:
-    return pin.rpy.rpyToMatrix(*[float(v) for v in rpy])
-
-
 def _floats(text: str | None, default: Sequence[float]) -> list[float]:
     return [float(v) for v in text.split()] if text else list(default)
 
@@ -129,10 +116,8 @@ def urdf_link_inertials(text: str) -> dict[str, BodyParameters]:
         tensor = inertial.find("inertia")
         keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
         values = [float(tensor.get(k, "0")) if tensor is not None else 0.0 for k in keys]
-        inertia = np.array([[values[0], values[1], values[2]],
-                            [values[1], values[3], values[4]],
-                            [values[2], values[4], values[5]]])
-        rotation = _rpy_matrix(rpy)
+        inertia = symmetric_from_vector(values)
+        rotation = pin.rpy.rpyToMatrix(*rpy)
         out[link.get("name")] = BodyParameters.from_mass_com_inertia(
             mass, xyz, rotation @ inertia @ rotation.T)
     return out
@@ -144,17 +129,9 @@ def transform_parameters(pi: ArrayLike, placement: pin.SE3) -> NDArray[np.float6
     r, p = placement.rotation, placement.translation
     m, h = body.mass, r @ body.first_moment
     # I_A = R I_B R^T - m [p]x[p]x - [p]x[h']x - [h']x[p]x  with h' = R h_B (in A's axes).
-    px, hx = _skew(p), _skew(h)
+    px, hx = skew(p), skew(h)
     inertia = r @ body.inertia_origin @ r.T - m * px @ px - px @ hx - hx @ px
-    return np.concatenate(([m], h + m * p, _sym6(inertia)))
-
-
-def _skew(v: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
-
-
-def _sym6(m: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.array([m[0, 0], m[0, 1], m[0, 2], m[1, 1], m[1, 2], m[2, 2]])
+    return np.concatenate(([m], h + m * p, vector_from_symmetric(inertia)))
 
 
 class LinkModel:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -133,10 +132,10 @@ def urdf_collision_points(urdf: str, sensor_frame: str, spacing: float = 0.005,
     """
     import pinocchio as pin
 
-    from inertial_id.core.kinematics import load_urdf_model
+    from inertial_id.core.kinematics import load_urdf_model, urdf_text
 
-    model = load_urdf_model(urdf)
-    text = urdf if urdf.lstrip().startswith("<") else Path(urdf).expanduser().read_text()
+    text = urdf_text(urdf)
+    model = load_urdf_model(text)
     root = ET.fromstring(text)
     if not model.existFrame(sensor_frame):
         raise InertialIdError(f"frame {sensor_frame!r} is not in the URDF")
