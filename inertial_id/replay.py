@@ -9,7 +9,8 @@ under simulated time. The result is written as the YAML contract of DESIGN.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,10 @@ import numpy as np
 import yaml
 from tqdm import tqdm
 
-from inertial_id.bags import BagError, BagReader, JointStateSample
-from inertial_id.core.errors import InertialIdError, SampleError
+from inertial_id.bags import BagError, BagReader
+from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimators import Estimate
-from inertial_id.core.gathering import Gathering
+from inertial_id.core.gathering import Gathering, JointStateSample, WrenchSample
 from inertial_id.core.online import OnlineEstimator
 from inertial_id.core.parameters import vector_from_symmetric
 from inertial_id.core.pipeline import PayloadPipeline
@@ -152,60 +153,71 @@ def build_pipeline(params: dict[str, dict[str, Any]], urdf: str) -> PayloadPipel
     )
 
 
+@dataclass
+class Fed:
+    """What :func:`feed` saw: the first stamp (s), the wrench frame, drops by reason."""
+
+    first_stamp: float = 0.0
+    frame: str = ""
+    dropped: Counter[str] = field(default_factory=Counter)
+
+
+def feed(messages: Iterable[JointStateSample | WrenchSample], pipeline: PayloadPipeline,
+         period: float, progress: Callable[[int], object] | None = None) -> Fed:
+    """Messages (log-time order) into the pipeline, a pass of it every ``period`` seconds of
+    stamps, as the gatherer node batches; ``progress(n)`` after every n messages."""
+    fed = Fed()
+    next_process = -np.inf
+    block: list[JointStateSample | WrenchSample] = []
+    for message in messages:
+        block.append(message)
+        if not fed.frame and isinstance(message, WrenchSample):
+            fed.frame = message.frame_id
+        if message.stamp >= next_process:
+            if next_process == -np.inf:
+                fed.first_stamp = block[0].stamp
+            fed.dropped += pipeline.add_messages(block)
+            if progress is not None:
+                progress(len(block))
+            block = []
+            pipeline.process()
+            next_process = message.stamp + period
+    fed.dropped += pipeline.add_messages(block)
+    return fed
+
+
 def replay(options: ReplayOptions) -> ReplayResult:
     """Run the pipeline over the bag; raises :class:`InertialIdError` on anything unusable."""
     params = load_params(options.params)
     apply_overrides(options, params)
     with BagReader(options.bag, options.joint_states_topic, options.wrench_topic) as bag:
         pipeline = build_pipeline(params, resolve_urdf(params["kinematics"], bag))
-        dropped: dict[str, int] = {}
-        first: float | None = None
-        frame = ""
         bar = tqdm(total=bag.message_count, unit="msg", disable=not options.progress,
                    desc=f"replay {options.bag.name}", leave=False)
-        next_process = -np.inf
-        for message in bag.messages():
-            first = message.stamp if first is None else first
-            try:
-                if isinstance(message, JointStateSample):
-                    ok = pipeline.add_joint_state(message.stamp, message.names,
-                                                  message.position, message.velocity)
-                else:
-                    frame = frame or message.frame_id
-                    ok = pipeline.add_wrench(message.stamp, message.wrench)
-            except SampleError as exc:
-                key = str(exc)
-                dropped[key] = dropped.get(key, 0) + 1
-                ok = True
-            if not ok:
-                dropped["stamp out of order"] = dropped.get("stamp out of order", 0) + 1
-            bar.update(1)
-            if message.stamp >= next_process:
-                pipeline.process()
-                next_process = message.stamp + PROCESS_PERIOD
+        fed = feed(bag.messages(), pipeline, PROCESS_PERIOD, bar.update)
         bar.close()
         total = bag.message_count
-    _check_dropped(options.bag, dropped, total)
+    _check_dropped(options.bag, fed.dropped, total)
     estimate = pipeline.finish()
     if pipeline.samples == 0:
         raise BagError(f"{options.bag}: no synchronised samples: joint states and wrenches "
                        "do not overlap in time")
-    start = first or 0.0
+    start = fed.first_stamp
     online = pipeline.online
     return ReplayResult(
         estimate=estimate,
-        frame=frame or pipeline.kinematics.sensor_frame,
+        frame=fed.frame or pipeline.kinematics.sensor_frame,
         start_time=start,
         contacts=[(c.start - start, c.end - start) for c in online.contacts],
         payload_changes=[t - start for t in online.payload_changes],
         samples_used=int(round(online.identifier.statistics.samples)),
         samples_processed=pipeline.samples,
         pipeline=pipeline,
-        dropped=dropped,
+        dropped=dict(fed.dropped),
     )
 
 
-def _check_dropped(bag: Path, dropped: dict[str, int], total: int) -> None:
+def _check_dropped(bag: Path, dropped: Mapping[str, int], total: int) -> None:
     count = sum(dropped.values())
     if total and count > MAX_DROPPED_SHARE * total:
         worst = max(dropped, key=dropped.__getitem__)

@@ -223,8 +223,8 @@ def test_out_of_order_and_duplicate_stamps_are_dropped():
     assert sync.add_wrench(10.0, np.zeros(6))
     assert not sync.add_wrench(9.5, np.zeros(6))
     assert sync.counters["wrench_out_of_order"] == 1
-    assert sync._joint_t == [10.0]
-    assert sync._wrench_t == [10.0]
+    joints, wrenches = sync.buffered
+    assert joints.tolist() == [10.0] and wrenches.tolist() == [10.0]
     assert sync.counters["resets"] == 0
 
 
@@ -237,7 +237,7 @@ def test_large_backwards_jump_resets_and_recovers():
     assert sync.add_joint_state(wrench_stamp(restart_ms), cubic(JOINT_COEFFS,
                                                                 wrench_stamp(restart_ms))[0])
     assert sync.counters["resets"] == 1
-    assert len(sync._joint_t) == 1 and len(sync._wrench_t) == 0
+    assert [len(b) for b in sync.buffered] == [1, 0]
     # The reset cleared the wrenches too, so the old wrench stamps do not reject new ones.
     second = run(sync, 200, start_ms=restart_ms + 1)
     assert sync.counters["resets"] == 1
@@ -266,7 +266,7 @@ def test_non_finite_or_malformed_samples_raise():
         sync.add_wrench(1.0, np.zeros(5))
     with pytest.raises(SampleError):
         sync.add_wrench(np.inf, np.zeros(6))
-    assert sync._joint_t == [] and sync._wrench_t == []
+    assert [len(b) for b in sync.buffered] == [0, 0]
 
 
 def test_gap_in_joint_states_drops_the_straddling_samples():
@@ -294,7 +294,7 @@ def test_buffers_stay_bounded():
         sync.add_wrench(stamps[i], wrenches[i])
         if i % 7 == 0:
             produced += len(sync.pop_ready())
-            lengths.append((len(sync._joint_t), len(sync._wrench_t)))
+            lengths.append(tuple(len(b) for b in sync.buffered))
     assert produced > n - 100
     assert max(j for j, _ in lengths) < 3 * WINDOW
     assert max(w for _, w in lengths) < 6 * WINDOW

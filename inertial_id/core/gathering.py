@@ -2,18 +2,44 @@
 
 :class:`Gathering` maps each joint state's names onto the URDF's moving joints (extra and
 reordered joints are fine; locked joints are left out) and feeds a
-:class:`~inertial_id.core.synchronizer.FixedLagSynchronizer` with it and the wrenches.
+:class:`~inertial_id.core.synchronizer.FixedLagSynchronizer` with it and the wrenches, one
+message at a time (the gatherer node) or a block of messages at a time (replay).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from numpy.typing import ArrayLike
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
+from inertial_id.core.errors import SampleError
 from inertial_id.core.kinematics import JointMapper, load_urdf_model, movable_joint_names
 from inertial_id.core.synchronizer import FixedLagSynchronizer, SyncedSamples
+
+OUT_OF_ORDER = "stamp out of order"
+"""The reason :meth:`Gathering.add_messages` counts for a message dropped for its stamp."""
+
+
+class JointStateSample(NamedTuple):
+    """A ``sensor_msgs/JointState``: header stamp (s), names, positions, velocities (rad, m,
+    rad/s, m/s; in the message's order)."""
+
+    stamp: float
+    names: Sequence[str]
+    position: NDArray[np.float64]
+    velocity: NDArray[np.float64]
+
+
+class WrenchSample(NamedTuple):
+    """A ``geometry_msgs/WrenchStamped``: stamp (s), frame, ``[fx, fy, fz, tx, ty, tz]``."""
+
+    stamp: float
+    frame_id: str
+    wrench: NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -57,3 +83,59 @@ class Gathering:
     def pop_ready(self) -> SyncedSamples:
         """Samples whose filter windows are complete."""
         return self.synchronizer.pop_ready()
+
+    def add_messages(self, messages: Sequence[JointStateSample | WrenchSample]) -> Counter[str]:
+        """Joint states and wrenches in arrival order; the count of those dropped, by reason.
+
+        A clean block (one joint name list, valid values, increasing stamps) goes into the
+        synchronizer at once; any other block one message at a time, which gives the same
+        result as the node's per-message path, drops and resets included.
+        """
+        if self._extend(messages):
+            return Counter()
+        dropped: Counter[str] = Counter()
+        for message in messages:
+            try:
+                if isinstance(message, JointStateSample):
+                    ok = self.add_joint_state(message.stamp, message.names, message.position,
+                                              message.velocity)
+                else:
+                    ok = self.add_wrench(message.stamp, message.wrench)
+            except SampleError as exc:
+                dropped[str(exc)] += 1
+                continue
+            if not ok:
+                dropped[OUT_OF_ORDER] += 1
+        return dropped
+
+    def _extend(self, messages: Sequence[JointStateSample | WrenchSample]) -> bool:
+        """The block path of :meth:`add_messages`; False when the block is not clean."""
+        joints = [m for m in messages if isinstance(m, JointStateSample)]
+        wrenches = [m for m in messages if not isinstance(m, JointStateSample)]
+        measured = self.settings.use_measured_velocity
+        position = np.empty((0, len(self.joint_names)))
+        velocity = position if measured else None
+        try:
+            if joints:
+                names = joints[0].names
+                if any(m.names is not names and m.names != names for m in joints):
+                    return False
+                index = self.mapper.indices(names)
+                raw = np.array([m.position for m in joints], dtype=float)
+                if raw.shape != (len(joints), len(names)):
+                    return False
+                position = raw[:, index]
+                if measured:
+                    velocity = np.array([m.velocity for m in joints], dtype=float)
+                    if velocity.shape != raw.shape:
+                        return False
+                    velocity = velocity[:, index]
+            wrench = (np.array([m.wrench for m in wrenches], dtype=float) if wrenches
+                      else np.empty((0, 6)))
+            if wrench.shape != (len(wrenches), 6):
+                return False
+            joint_t = np.array([m.stamp for m in joints], dtype=float)
+            wrench_t = np.array([m.stamp for m in wrenches], dtype=float)
+        except (SampleError, ValueError, TypeError):  # missing joints, malformed arrays
+            return False
+        return self.synchronizer.extend(joint_t, position, velocity, wrench_t, wrench)

@@ -9,6 +9,7 @@ It keeps a compact history (one row per processed batch and per solve) for repor
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -17,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimators import Estimate
-from inertial_id.core.gathering import Gathering
+from inertial_id.core.gathering import Gathering, JointStateSample, WrenchSample
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.online import OnlineEstimator
 
@@ -81,6 +82,10 @@ class PayloadPipeline:
     def add_wrench(self, t: float, wrench: ArrayLike) -> bool:
         """One wrench; see :meth:`Gathering.add_wrench`."""
         return self.gathering.add_wrench(t, wrench)
+
+    def add_messages(self, messages: Sequence[JointStateSample | WrenchSample]) -> Counter[str]:
+        """Messages in arrival order; see :meth:`Gathering.add_messages`."""
+        return self.gathering.add_messages(messages)
 
     def process(self) -> int:
         """Run every sample that is ready through kinematics and the estimator; count."""

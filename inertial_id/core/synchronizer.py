@@ -29,6 +29,16 @@ def _plausible(values: NDArray[np.float64]) -> bool:
     return bool(np.abs(values).max() <= MAX_ABS_VALUE)
 
 
+def _fresh(buffered: _Rows, stamps: NDArray[np.float64]) -> bool:
+    """Stamps finite, strictly increasing, and after the newest buffered one."""
+    if stamps.size == 0:
+        return True
+    if not (np.isfinite(stamps[0]) and np.isfinite(stamps[-1])):
+        return False
+    after = buffered.size == 0 or stamps[0] > buffered.last()
+    return bool(after and np.all(np.diff(stamps) > 0.0))
+
+
 @dataclass(frozen=True)
 class SyncedSamples:
     """A batch of N synchronised samples; joints in the model's order.
@@ -56,6 +66,61 @@ class SyncedSamples:
         return cls(np.empty(0), z, z.copy(), z.copy(), np.empty((0, 6)), np.empty((0, 6)))
 
 
+class _Rows:
+    """Rows appended at the back and dropped from the front of a growable array; oldest first.
+
+    ``view()`` is the live rows without copying, so a pass over the buffer costs no list
+    conversion however many samples it holds.
+    """
+
+    def __init__(self, row_shape: tuple[int, ...] = (), capacity: int = 256) -> None:
+        self._data = np.empty((capacity, *row_shape))
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def view(self) -> NDArray[np.float64]:
+        """The buffered rows, oldest first (a view: copy before the buffer changes)."""
+        return self._data[: self.size]
+
+    def last(self) -> float:
+        """The newest row of a buffer of scalars."""
+        return float(self._data[self.size - 1])
+
+    def _reserve(self, extra: int) -> None:
+        if self.size + extra > self._data.shape[0]:
+            grown = np.empty((max(2 * self._data.shape[0], self.size + extra),
+                              *self._data.shape[1:]))
+            grown[: self.size] = self._data[: self.size]
+            self._data = grown
+
+    def extend(self, rows: NDArray[np.float64]) -> None:
+        """Append ``rows`` (k, *row_shape)."""
+        k = rows.shape[0]
+        self._reserve(k)
+        self._data[self.size : self.size + k] = rows
+        self.size += k
+
+    def append(self, row: NDArray[np.float64] | float) -> None:
+        """Append one row."""
+        self._reserve(1)
+        self._data[self.size] = row
+        self.size += 1
+
+    def drop_front(self, count: int) -> None:
+        """Forget the ``count`` oldest rows."""
+        count = min(count, self.size)
+        if count > 0:
+            remaining = self.size - count
+            self._data[:remaining] = self._data[count : self.size]
+            self.size = remaining
+
+    def clear(self) -> None:
+        """Forget every row."""
+        self.size = 0
+
+
 class FixedLagSynchronizer:
     """Pairs wrench samples with filtered joint states; see the module docstring.
 
@@ -64,6 +129,8 @@ class FixedLagSynchronizer:
     in the joint states or in the wrenches. A stamp more than ``reset_jump`` seconds older
     than the newest one (a bag restarting under simulated time) clears the buffers; other
     out-of-order or duplicate stamps are dropped. ``counters`` records what was dropped, why.
+    Samples come one at a time (:meth:`add_joint_state`, :meth:`add_wrench`) or in blocks
+    (:meth:`extend`), with the same result.
     """
 
     def __init__(
@@ -88,22 +155,30 @@ class FixedLagSynchronizer:
         self.reset_jump = reset_jump
         self.max_pending = max_pending
         self.counters: Counter[str] = Counter()
+        self._joint_t = _Rows()
+        self._joint_q = _Rows((n_joints,))
+        self._joint_v = _Rows((n_joints,))
+        self._wrench_t = _Rows()
+        self._wrench_w = _Rows((6,))
         self.reset()
 
     def reset(self) -> None:
         """Forget all buffered samples."""
-        self._joint_t: list[float] = []
-        self._joint_q: list[NDArray[np.float64]] = []
-        self._joint_v: list[NDArray[np.float64]] = []
-        self._wrench_t: list[float] = []
-        self._wrench_w: list[NDArray[np.float64]] = []
+        for rows in (self._joint_t, self._joint_q, self._joint_v, self._wrench_t,
+                     self._wrench_w):
+            rows.clear()
         self._next_wrench = 0
 
-    def _accept_stamp(self, stamps: list[float], t: float, kind: str) -> bool:
+    @property
+    def buffered(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Stamps (s) of the buffered joint states and wrenches (copies), oldest first."""
+        return self._joint_t.view().copy(), self._wrench_t.view().copy()
+
+    def _accept_stamp(self, stamps: _Rows, t: float, kind: str) -> bool:
         if not math.isfinite(t):
             raise SampleError(f"{kind} stamp is not finite")
-        if stamps and t <= stamps[-1]:
-            if stamps[-1] - t > self.reset_jump:
+        if stamps.size and t <= stamps.last():
+            if stamps.last() - t > self.reset_jump:
                 self.counters["resets"] += 1
                 self.reset()
                 return True
@@ -111,26 +186,32 @@ class FixedLagSynchronizer:
             return False
         return True
 
-    def add_joint_state(
-        self, t: float, position: ArrayLike, velocity: ArrayLike | None = None
-    ) -> bool:
-        """Buffer one joint state (model order). Returns False when its stamp was dropped."""
+    def _joint_values(self, position: ArrayLike, velocity: ArrayLike | None
+                      ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
         q = np.asarray(position, dtype=float)
         if q.shape != (self.n_joints,) or not _plausible(q):
             raise SampleError(f"expected {self.n_joints} finite, plausible joint positions, "
                               f"got {q}")
-        v = q
-        if self.use_measured_velocity:
-            if velocity is None:
-                raise SampleError("use_measured_velocity is set but the state has no velocity")
-            v = np.asarray(velocity, dtype=float)
-            if v.shape != q.shape or not _plausible(v):
-                raise SampleError(f"expected {self.n_joints} finite joint velocities, got {v}")
+        if not self.use_measured_velocity:
+            return q, None
+        if velocity is None:
+            raise SampleError("use_measured_velocity is set but the state has no velocity")
+        v = np.asarray(velocity, dtype=float)
+        if v.shape != q.shape or not _plausible(v):
+            raise SampleError(f"expected {self.n_joints} finite joint velocities, got {v}")
+        return q, v
+
+    def add_joint_state(
+        self, t: float, position: ArrayLike, velocity: ArrayLike | None = None
+    ) -> bool:
+        """Buffer one joint state (model order). Returns False when its stamp was dropped."""
+        q, v = self._joint_values(position, velocity)
         if not self._accept_stamp(self._joint_t, t, "joint_state"):
             return False
         self._joint_t.append(float(t))
         self._joint_q.append(q)
-        self._joint_v.append(v)
+        if v is not None:
+            self._joint_v.append(v)
         return True
 
     def add_wrench(self, t: float, wrench: ArrayLike) -> bool:
@@ -142,9 +223,42 @@ class FixedLagSynchronizer:
             return False
         self._wrench_t.append(float(t))
         self._wrench_w.append(w)
-        if len(self._wrench_t) - self._next_wrench > self.max_pending:
-            self.counters["wrench_overflow"] += 1
-            self._next_wrench += 1
+        self._limit_pending()
+        return True
+
+    def _limit_pending(self) -> None:
+        excess = len(self._wrench_t) - self._next_wrench - self.max_pending
+        if excess > 0:
+            self.counters["wrench_overflow"] += excess
+            self._next_wrench += excess
+
+    def extend(self, joint_t: NDArray[np.float64], position: NDArray[np.float64],
+               velocity: NDArray[np.float64] | None, wrench_t: NDArray[np.float64],
+               wrench: NDArray[np.float64]) -> bool:
+        """Buffer blocks of joint states ((J,) s, (J, n) model order) and wrenches ((W,) s,
+        (W, 6)) at once, if that is what adding them one at a time would do: every value finite
+        and plausible, and each stream's stamps strictly increasing from after its buffered
+        ones. Otherwise buffers nothing and returns False; add them one at a time then (in
+        arrival order: drops and resets depend on it).
+        """
+        if not (_fresh(self._joint_t, joint_t) and _fresh(self._wrench_t, wrench_t)):
+            return False
+        if position.shape != (joint_t.size, self.n_joints) or wrench.shape != (wrench_t.size, 6):
+            return False
+        blocks = [position, wrench]
+        if self.use_measured_velocity:
+            if velocity is None or velocity.shape != position.shape:
+                return False
+            blocks.append(velocity)
+        if not all(b.size == 0 or _plausible(b) for b in blocks):
+            return False
+        self._joint_t.extend(joint_t)
+        self._joint_q.extend(position)
+        if self.use_measured_velocity:
+            self._joint_v.extend(velocity)
+        self._wrench_t.extend(wrench_t)
+        self._wrench_w.extend(wrench)
+        self._limit_pending()
         return True
 
     def _wrench_half_window(self, joint_t: NDArray[np.float64],
@@ -161,8 +275,8 @@ class FixedLagSynchronizer:
         half = self.window // 2
         if len(self._joint_t) < self.window or self._next_wrench >= len(self._wrench_t):
             return SyncedSamples.empty(self.n_joints)
-        joint_t = np.asarray(self._joint_t)
-        wrench_t = np.asarray(self._wrench_t)
+        joint_t = self._joint_t.view()
+        wrench_t = self._wrench_t.view()
         hw = self._wrench_half_window(joint_t, wrench_t)
         index = np.arange(self._next_wrench, wrench_t.size)
         ks = np.searchsorted(joint_t, wrench_t[index], side="right") - 1
@@ -200,15 +314,15 @@ class FixedLagSynchronizer:
         at = wrench_t[index]
         joint_windows = ks[:, None] + np.arange(-half, half + 1)
         jt = joint_t[joint_windows]
-        q = np.asarray(self._joint_q)[joint_windows]
+        q = self._joint_q.view()[joint_windows]
         if self.use_measured_velocity:
             (position,) = local_polynomial(jt, q, at, self.order)
-            v = np.asarray(self._joint_v)[joint_windows]
+            v = self._joint_v.view()[joint_windows]
             velocity, acceleration = local_polynomial(jt, v, at, self.order, (0, 1))
         else:
             position, velocity, acceleration = local_polynomial(jt, q, at, self.order, (0, 1, 2))
         wrench_windows = index[:, None] + np.arange(-hw, hw + 1)
-        wrenches = np.asarray(self._wrench_w)
+        wrenches = self._wrench_w.view()
         (wrench,) = local_polynomial(wrench_t[wrench_windows], wrenches[wrench_windows], at,
                                      self.order)
         return SyncedSamples(at, position, velocity, acceleration, wrench, wrenches[index])
@@ -216,16 +330,15 @@ class FixedLagSynchronizer:
     def _prune(self, joint_t: NDArray[np.float64], half: int, hw: int) -> None:
         """Drop buffered samples that no future window can use."""
         if self._next_wrench < len(self._wrench_t):
-            next_k = int(np.searchsorted(joint_t, self._wrench_t[self._next_wrench],
+            next_k = int(np.searchsorted(joint_t, self._wrench_t.view()[self._next_wrench],
                                          side="right")) - 1
         else:
             next_k = joint_t.size - 1
         keep_joints_from = min(max(0, next_k - half), max(0, joint_t.size - self.window))
-        if keep_joints_from > 0:
-            del self._joint_t[:keep_joints_from]
-            del self._joint_q[:keep_joints_from]
-            del self._joint_v[:keep_joints_from]
+        for rows in (self._joint_t, self._joint_q, self._joint_v):
+            rows.drop_front(keep_joints_from)
         drop_wrenches = max(0, self._next_wrench - hw)
         if drop_wrenches > 0:
-            del self._wrench_t[:drop_wrenches], self._wrench_w[:drop_wrenches]
+            self._wrench_t.drop_front(drop_wrenches)
+            self._wrench_w.drop_front(drop_wrenches)
             self._next_wrench -= drop_wrenches
