@@ -484,3 +484,57 @@ def test_every_method_of_the_identifier_recovers_a_well_excited_payload(method):
     np.testing.assert_allclose(estimate.body.com, PAYLOAD.com, atol=1e-3)
     if method in ("lmi_sdp", "manifold"):
         assert estimate.physically_consistent
+
+
+# ---------------------------------------------------------------------------------------------
+# The interior shortcut of the SDP
+
+
+def _noisy_statistics(rng, n, noise, body=PAYLOAD):
+    twist, proper = exciting_samples(rng, n)
+    wrench = predicted_wrench(body.pi, twist, proper, OFFSET)
+    wrench += rng.normal(size=wrench.shape) * noise * np.repeat([0.1, 0.005], 3)
+    stats = SufficientStatistics(N_UNKNOWNS)
+    stats.add(measurement_matrix(twist, proper), wrench.ravel(),
+              np.tile(1.0 / np.repeat([0.1, 0.005], 3) ** 2, n), n)
+    return stats
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31), st.sampled_from([0.0, 1.0, 30.0, 3000.0]),
+       st.sampled_from([0.0, 1e-6, 1e-2]), st.booleans())
+def test_interior_shortcut_equals_the_conic_solve(seed, noise, prior_weight, known_offset):
+    """Same optimum with and without the shortcut; the shortcut runs only when feasible."""
+    rng = np.random.default_rng(seed)
+    stats = _noisy_statistics(rng, 60, noise)
+    options = {"prior": PAYLOAD.pi * rng.uniform(0.5, 1.5, N_PI), "prior_weight": prior_weight,
+               "known_offset": OFFSET if known_offset else None}
+    fast = ConsistentEstimator(**options)
+    conic = ConsistentEstimator(interior_shortcut=False, **options)
+    try:
+        reference = conic.solve(stats)
+    except SolverError:
+        return  # nothing to compare (the conic solver gave up on a hopeless draw)
+    estimate = fast.solve(stats)
+    assert conic.last_solve == "sdp"
+    assert estimate.physically_consistent
+    x_fast = np.concatenate((estimate.pi, estimate.offset))
+    x_ref = np.concatenate((reference.pi, reference.offset))
+    if fast.last_solve == "interior":
+        # The conic solver stops at its tolerance; compare objective values.
+        assert stats.residual(x_fast) <= stats.residual(x_ref) * (1 + 1e-6) + 1e-9
+        np.testing.assert_allclose(x_fast, x_ref, rtol=1e-4, atol=1e-6 * np.abs(x_ref).max())
+    else:
+        np.testing.assert_allclose(x_fast, x_ref)
+
+
+def test_interior_shortcut_is_taken_on_good_data_and_not_on_infeasible_data():
+    rng = np.random.default_rng(5)
+    estimator = ConsistentEstimator()
+    estimator.solve(_noisy_statistics(rng, 200, 1.0))
+    assert estimator.last_solve == "interior"
+    # A body whose least-squares fit violates J >= 0: a 'mass' with negative inertia.
+    body = BodyParameters.from_pi(PAYLOAD.pi * np.r_[np.ones(4), -np.ones(6)])
+    estimate = estimator.solve(_noisy_statistics(rng, 200, 1.0, body))
+    assert estimator.last_solve == "sdp"
+    assert estimate.physically_consistent

@@ -274,3 +274,18 @@ def test_measurement_matrix_of_one_sample():
     assert a_mat.shape == (6, 16)
     np.testing.assert_array_equal(a_mat[:, :10], -regressor(v, a))
     np.testing.assert_array_equal(a_mat[:, 10:], np.eye(6))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**31), st.sampled_from([(), (1,), (7,)]),
+       st.sampled_from([PAYLOAD_ON_SENSOR, SENSOR_ON_PAYLOAD]))
+def test_predicted_wrench_is_the_regressor_times_pi(seed, batch, sign):
+    """The direct Newton-Euler evaluation equals ``s Y(v, a) pi + offset``, any batch shape."""
+    rng = np.random.default_rng(seed)
+    scales = rng.uniform(0.1, 10.0, 2)
+    v = rng.normal(size=(*batch, 6)) * scales[0]
+    a = rng.normal(size=(*batch, 6)) * scales[1]
+    pi, offset = random_body(rng).pi, rng.normal(size=6)
+    expected = sign * regressor(v, a) @ pi + offset
+    np.testing.assert_allclose(predicted_wrench(pi, v, a, offset, sign), expected,
+                               rtol=1e-12, atol=1e-12 * np.abs(expected).max())

@@ -219,6 +219,7 @@ class ConsistentEstimator:
 
     ``known_offset`` fixes the F/T offset (e.g. zeros for a tared sensor) instead of
     estimating it. ``time_limit`` (s) bounds a solve; running out is a :class:`SolverError`.
+    ``interior_shortcut``: see :meth:`solve`.
     The cvxpy problem is built once with parameters (DPP); :meth:`set_prior` and new
     statistics only change parameter values, so a re-solve never recompiles.
     """
@@ -235,6 +236,7 @@ class ConsistentEstimator:
         known_offset: ArrayLike | None = None,
         time_limit: float | None = None,
         solver: str = "CLARABEL",
+        interior_shortcut: bool = True,
     ) -> None:
         if regularization not in REGULARIZATIONS:
             raise SolverError(f"unknown regularization {regularization!r}: {REGULARIZATIONS}")
@@ -244,6 +246,8 @@ class ConsistentEstimator:
         self.known_offset = None if known_offset is None else np.asarray(known_offset, float)
         self.solver = solver
         self.time_limit = time_limit
+        self.interior_shortcut = interior_shortcut
+        self.last_solve = ""
         # The solver works on x_s = S^-1 x, in units of a mass M and a length L chosen per
         # solve, so that J(pi) = M T J(pi_s) T with T = diag(L, L, L, 1) has entries near one
         # whatever the payload's size (a 9 g ruler has eigenvalues of J near 1e-8 kg m^2).
@@ -342,17 +346,20 @@ class ConsistentEstimator:
         return scale
 
     def solve(self, stats: SufficientStatistics) -> Estimate:
-        """The consistent estimate; raises :class:`SolverError` when none is found."""
+        """The consistent estimate; raises :class:`SolverError` when none is found.
+
+        With the Euclidean prior the objective is a strictly convex quadratic whenever the
+        data and the prior determine every unknown; if its unconstrained minimiser satisfies
+        every constraint it is the SDP's optimum, found by one linear solve instead of the
+        conic solver (``last_solve`` says which path ran). Otherwise the SDP is solved.
+        """
         _require_rows(stats)
         scale = self._update_parameters(stats)
-        options = {} if self.time_limit is None else {"time_limit": self.time_limit}
-        try:
-            self._problem.solve(solver=self.solver, **options)
-        except cp.error.SolverError as exc:
-            raise SolverError(f"SDP solver {self.solver} failed: {exc}") from exc
-        if self._problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or self._x.value is None:
-            raise SolverError(f"SDP solver {self.solver} ended with status {self._problem.status}")
-        x = scale * np.asarray(self._x.value, dtype=float)
+        x_scaled = self._interior_minimiser()
+        self.last_solve = "interior" if x_scaled is not None else "sdp"
+        if x_scaled is None:
+            x_scaled = self._solve_sdp()
+        x = scale * x_scaled
         estimate = make_estimate(stats, x, self.method, self.known_offset is not None)
         if not estimate.physically_consistent:
             raise SolverError(
@@ -360,6 +367,64 @@ class ConsistentEstimator:
                 f"(min eigenvalue of J = {estimate.min_eigenvalue:.3g})"
             )
         return estimate
+
+
+    def _solve_sdp(self) -> NDArray[np.float64]:
+        """The conic solve of the scaled problem; its solution in scaled units."""
+        options = {} if self.time_limit is None else {"time_limit": self.time_limit}
+        try:
+            self._problem.solve(solver=self.solver, **options)
+        except cp.error.SolverError as exc:
+            raise SolverError(f"SDP solver {self.solver} failed: {exc}") from exc
+        if self._problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or self._x.value is None:
+            raise SolverError(f"SDP solver {self.solver} ended with status {self._problem.status}")
+        return np.asarray(self._x.value, dtype=float)
+
+    def _interior_minimiser(self) -> NDArray[np.float64] | None:
+        """The unconstrained minimiser of the scaled objective (from the parameter values
+        :meth:`_update_parameters` set) if it is unique and feasible, else ``None``."""
+        if not self.interior_shortcut or self.regularization != "euclidean":
+            return None
+        r, z = self._r.value, self._z.value
+        hessian = r.T @ r
+        gradient = r.T @ z
+        hessian[:N_PI, :N_PI] += np.diag(self._prior_root.value**2)
+        gradient[:N_PI] += self._prior_root.value * self._prior_target.value
+        free = slice(0, N_PI if self.known_offset is not None else N_UNKNOWNS)
+        x = np.zeros(N_UNKNOWNS)
+        if self.known_offset is not None:
+            x[N_PI:] = self._offset.value
+            gradient[:N_PI] -= hessian[:N_PI, N_PI:] @ x[N_PI:]
+        try:
+            factor = np.linalg.cholesky(hessian[free, free])
+        except np.linalg.LinAlgError:
+            return None
+        diagonal = np.diag(factor)
+        if diagonal.min() <= 1e-6 * diagonal.max():  # nearly singular: not unique
+            return None
+        x[free] = np.linalg.solve(factor.T, np.linalg.solve(factor, gradient[free]))
+        return x if self._feasible(x[:N_PI]) else None
+
+    def _feasible(self, pi: NDArray[np.float64]) -> bool:
+        """Every constraint of the scaled problem holds at ``pi`` (scaled units)."""
+        jmat = pseudo_inertia(pi)
+        if np.linalg.eigvalsh(jmat - self._margin.value)[0] < 0.0:
+            return False
+        extra = self.constraints
+        if extra.bounding_ellipsoid is not None and np.trace(jmat @ self._q.value) < 0.0:
+            return False
+        m, h = pi[0], pi[1:4]
+        if extra.com_ellipsoid is not None:
+            d = h - m * self._com_centre.value
+            block = np.block([[np.array([[m]]), d[None, :]],
+                              [d[:, None], m * self._com_shape.value]])
+            if np.linalg.eigvalsh(block)[0] < 0.0:
+                return False
+        if extra.com_box is not None:
+            inside = (h >= m * self._com_lower.value) & (h <= m * self._com_upper.value)
+            if not inside.all():
+                return False
+        return True
 
 
 def identifiability(estimate: Estimate, max_relative_std: float = 10.0) -> dict[str, bool]:

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError
+from inertial_id.core.parameters import symmetric_from_vector
 
 PAYLOAD_ON_SENSOR = -1.0
 """Sign of the measured wrench when the sensor reports what the payload exerts on it."""
@@ -102,6 +103,22 @@ def predicted_wrench(
     offset: ArrayLike | None = None,
     sign: float = PAYLOAD_ON_SENSOR,
 ) -> NDArray[np.float64]:
-    """The wrench the sensor should read, ``s Y(v, a_g) pi + offset`` (shape of the inputs)."""
-    wrench = sign * regressor(twist, proper_acceleration) @ np.asarray(pi, dtype=float)
+    """The wrench the sensor should read, ``s Y(v, a_g) pi + offset`` (shape of the inputs).
+
+    Evaluated as Newton-Euler, ``f = m a + alpha x h + w x (w x h)`` and
+    ``tau = I alpha + w x (I w) + h x a`` with ``a = a_lin + w x v_lin``, ``h = m c`` and
+    ``I`` about the origin, which is ``Y pi`` without building ``Y``.
+    """
+    v = np.asarray(twist, dtype=float)
+    acc = np.asarray(proper_acceleration, dtype=float)
+    if v.shape != acc.shape or v.shape[-1] != 6:
+        raise InertialIdError(f"twist {v.shape} and acceleration {acc.shape} must be (..., 6)")
+    p = np.asarray(pi, dtype=float)
+    h, inertia = p[1:4], symmetric_from_vector(p[4:10])
+    w, alpha = v[..., 3:], acc[..., 3:]
+    a = acc[..., :3] + np.cross(w, v[..., :3])
+    wrench = np.empty(v.shape)
+    wrench[..., :3] = p[0] * a + np.cross(alpha, h) + np.cross(w, np.cross(w, h))
+    wrench[..., 3:] = alpha @ inertia + np.cross(w, w @ inertia) + np.cross(h, a)
+    wrench *= sign
     return wrench if offset is None else wrench + np.asarray(offset, dtype=float)

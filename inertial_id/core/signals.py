@@ -10,12 +10,69 @@ delayed by half a window: a fixed lag that is the same for every signal filtered
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from math import factorial
 
 import numpy as np
 from numpy.typing import NDArray
 
 from inertial_id.core.errors import SampleError
+
+
+@dataclass(frozen=True)
+class PolynomialFits:
+    """Least-squares polynomials of N windows of samples, ready to evaluate.
+
+    ``coefficients`` (N, p+1, n) of n signals in the scaled time ``s = (t - centre) / scale``,
+    ``centre`` and ``scale`` (N,) in s.
+    """
+
+    coefficients: NDArray[np.float64]
+    centre: NDArray[np.float64]
+    scale: NDArray[np.float64]
+
+    def evaluate(self, at: NDArray[np.float64], derivatives: Sequence[int] = (0,),
+                 windows: NDArray[np.intp] | None = None) -> list[NDArray[np.float64]]:
+        """Values and time derivatives at ``at`` (M,) s: one (M, n) array per requested
+        order (0: value, 1: d/dt, 2: d^2/dt^2), in units per second^k. ``windows`` (M,)
+        picks the fit for each time (default: fit i for time i)."""
+        c, centre, scale = self.coefficients, self.centre, self.scale
+        if windows is not None:
+            c, centre, scale = c[windows], centre[windows], scale[windows]
+        order = c.shape[1] - 1
+        s = (at - centre) / scale
+        results = []
+        for d in derivatives:
+            basis = np.zeros((s.size, order + 1))
+            for k in range(d, order + 1):
+                basis[:, k] = factorial(k) / factorial(k - d) * s ** (k - d)
+            basis /= scale[:, None] ** d
+            results.append(np.einsum("nk,nkj->nj", basis, c))
+        return results
+
+
+def fit_polynomials(times: NDArray[np.float64], values: NDArray[np.float64],
+                    order: int) -> PolynomialFits:
+    """Batched least-squares polynomial fits of order ``order``.
+
+    ``times`` (N, W) are the stamps of N windows of W samples (s), ``values`` (N, W, n) the
+    samples of n signals. Each window's time is centred on its middle stamp and scaled by its
+    half span, which keeps the normal equations well conditioned.
+    """
+    n_windows, width = times.shape
+    if width <= order:
+        raise SampleError(f"{width} samples cannot fit a polynomial of order {order}")
+    centre = times[:, width // 2]
+    offsets = times - centre[:, None]
+    scale = np.max(np.abs(offsets), axis=1)
+    scale[scale == 0.0] = 1.0
+    vander = np.ones((n_windows, width, order + 1))  # (N, W, p+1): s^0 .. s^p
+    vander[..., 1] = offsets / scale[:, None]
+    for k in range(2, order + 1):
+        vander[..., k] = vander[..., k - 1] * vander[..., 1]
+    vander_t = vander.transpose(0, 2, 1)
+    coefficients = np.linalg.solve(vander_t @ vander, vander_t @ values)  # (N, p+1, n)
+    return PolynomialFits(coefficients, centre, scale)
 
 
 def local_polynomial(
@@ -31,28 +88,7 @@ def local_polynomial(
     samples of n signals, ``at`` (N,) the evaluation times (s). Returns one (N, n) array per
     requested derivative order (0: value, 1: d/dt, 2: d^2/dt^2), in SI units per second^k.
     """
-    n_windows, width = times.shape
-    if width <= order:
-        raise SampleError(f"{width} samples cannot fit a polynomial of order {order}")
-    centre = times[:, width // 2]
-    offsets = times - centre[:, None]
-    scale = np.max(np.abs(offsets), axis=1)
-    scale[scale == 0.0] = 1.0
-    vander = np.ones((n_windows, width, order + 1))  # (N, W, p+1): s^0 .. s^p
-    vander[..., 1] = offsets / scale[:, None]
-    for k in range(2, order + 1):
-        vander[..., k] = vander[..., k - 1] * vander[..., 1]
-    vander_t = vander.transpose(0, 2, 1)
-    coefficients = np.linalg.solve(vander_t @ vander, vander_t @ values)  # (N, p+1, n)
-    s = (at - centre) / scale
-    results = []
-    for d in derivatives:
-        basis = np.zeros((n_windows, order + 1))
-        for k in range(d, order + 1):
-            basis[:, k] = factorial(k) / factorial(k - d) * s ** (k - d)
-        basis /= scale[:, None] ** d
-        results.append(np.einsum("nk,nkj->nj", basis, coefficients))
-    return results
+    return fit_polynomials(times, values, order).evaluate(at, derivatives)
 
 
 def savitzky_golay(

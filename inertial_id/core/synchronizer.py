@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError, SampleError
-from inertial_id.core.signals import local_polynomial
+from inertial_id.core.signals import fit_polynomials, local_polynomial
 
 MAX_ABS_VALUE = 1e6
 """Larger joint positions (rad, m) or wrench components (N, N m) are no measurements."""
@@ -312,15 +312,17 @@ class FixedLagSynchronizer:
         if index.size == 0:
             return SyncedSamples.empty(self.n_joints)
         at = wrench_t[index]
-        joint_windows = ks[:, None] + np.arange(-half, half + 1)
+        # Consecutive wrenches share joint windows: fit each window once.
+        centres, which = np.unique(ks, return_inverse=True)
+        joint_windows = centres[:, None] + np.arange(-half, half + 1)
         jt = joint_t[joint_windows]
-        q = self._joint_q.view()[joint_windows]
+        q_fit = fit_polynomials(jt, self._joint_q.view()[joint_windows], self.order)
         if self.use_measured_velocity:
-            (position,) = local_polynomial(jt, q, at, self.order)
-            v = self._joint_v.view()[joint_windows]
-            velocity, acceleration = local_polynomial(jt, v, at, self.order, (0, 1))
+            (position,) = q_fit.evaluate(at, (0,), which)
+            v_fit = fit_polynomials(jt, self._joint_v.view()[joint_windows], self.order)
+            velocity, acceleration = v_fit.evaluate(at, (0, 1), which)
         else:
-            position, velocity, acceleration = local_polynomial(jt, q, at, self.order, (0, 1, 2))
+            position, velocity, acceleration = q_fit.evaluate(at, (0, 1, 2), which)
         wrench_windows = index[:, None] + np.arange(-hw, hw + 1)
         wrenches = self._wrench_w.view()
         (wrench,) = local_polynomial(wrench_t[wrench_windows], wrenches[wrench_windows], at,
