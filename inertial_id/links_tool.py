@@ -258,7 +258,10 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
     p.add_argument("--armature", action="store_true",
                    help="add a reflected rotor inertia per joint (Ia qdd)")
     p.add_argument("--velocity-threshold", type=float, default=2e-3,
-                   help="|qd| below which Coulomb friction is taken as zero (default 0.002)")
+                   help="|qd| below which Coulomb friction is taken as zero (default 0.002); "
+                   "with --smooth-coulomb the velocity scale v0 of tanh(qd / v0)")
+    p.add_argument("--smooth-coulomb", action="store_true",
+                   help="Coulomb friction as tanh(qd / v0) instead of a dead band")
     p.add_argument("--fit-gains", action="store_true",
                    help="efforts are not torques: fit each joint's effort scale against the "
                    "CAD torques first")
@@ -266,7 +269,8 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
                    help="drive gains that are known (torque per effort unit): kept when "
                    "fitting; one known gain anchors the scale of pi")
     p.add_argument("--refine-gains", type=int, default=0, metavar="N",
-                   help="sdp/qp: N alternations refitting the effort scales (default 0)")
+                   help="sdp/qp: at most N alternations fitting the effort scales jointly "
+                   "with the inertials (default 0: the CAD fit's scales)")
     p.add_argument("--prior-weight", type=float, default=1e-2,
                    help="sdp/qp: weight of ||(pi - pi_CAD)/units||^2 relative to the "
                    "weighted effort energy (default 0.01)")
@@ -310,7 +314,7 @@ def run_identify_links(args: argparse.Namespace) -> int:
     if not 0 <= start < stop <= n:
         raise SampleError(f"--train-rows must satisfy 0 <= A < B <= {n}")
     friction = FrictionModel(args.friction, not args.no_viscous, not args.no_offset,
-                             args.velocity_threshold, args.armature)
+                             args.velocity_threshold, args.armature, args.smooth_coulomb)
     base = structural_base_parameters(model)
     known = dict(args.known_gain)
     unknown = [n for n in known if n not in model.joint_names]
@@ -331,7 +335,9 @@ def run_identify_links(args: argparse.Namespace) -> int:
            "locked": {k: float(v) for k, v in model.locked.items()},
            "train_rows": [int(start), int(stop)], "samples": problem.samples,
            "friction_model": {"coulomb": friction.coulomb, "viscous": friction.viscous,
-                              "offset": friction.offset, "armature": friction.armature},
+                              "offset": friction.offset, "armature": friction.armature,
+                              "smooth": friction.smooth,
+                              "velocity_threshold": friction.velocity_threshold},
            "torque_rms": _rms(model.joint_names, problem.rms(estimate)),
            "torque_rms_cad": _rms(model.joint_names, problem.rms(cad))}
     doc.update(estimate_document(problem, estimate, args.max_relative_std or 10.0))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from inertial_id.core.errors import ModelError, SampleError, SolverError
+from inertial_id.core.errors import InertialIdError, ModelError, SampleError, SolverError
 from inertial_id.core.links import (
     ConstrainedLinkEstimator,
     FrictionModel,
@@ -206,6 +206,64 @@ def test_known_effort_scale_is_kept(arm, base):
     np.testing.assert_allclose(np.delete(fitted, 1), np.delete(scale, 1), rtol=1e-8)
 
 
+def test_smooth_coulomb_columns():
+    fm = FrictionModel("asymmetric", velocity_threshold=0.1, smooth=True)
+    qd = np.array([[0.05, -0.05], [0.0, -1.0]])
+    f = fm.regressor(qd)
+    t = np.tanh(0.5)
+    np.testing.assert_allclose(f[0, 0, :4], [t, 0, 0.05, 1])
+    np.testing.assert_allclose(f[0, 1, 4:], [0, -t, -0.05, 1])
+    np.testing.assert_allclose(f[1, 0, :4], [0, 0, 0, 1])  # continuous through rest
+    np.testing.assert_allclose(f[1, 1, 4:5], [0])
+    with pytest.raises(InertialIdError):
+        FrictionModel("symmetric", velocity_threshold=0.0, smooth=True)
+
+
+def test_drive_scales_and_inertials_fitted_jointly(arm, base):
+    """Efforts in motor units with one known gain: the CAD fit of the scales is off (wrong
+    inertials), the alternation of scales and the SDP recovers scales, pi and friction."""
+    friction = FrictionModel("symmetric", velocity_threshold=0.05, smooth=True)
+    phi = np.full(len(friction.names(arm.joint_names)), 0.3)
+    params = perturbed(arm)
+    q, qd, qdd, tau = simulate(arm, params, friction, np.zeros_like(phi), count=150)
+    scale = np.array([1.0, -0.05, 0.2, 1.5, 3.0, -0.5])
+    effort = scale * tau + np.einsum("njf,f->nj", friction.regressor(qd), phi)
+    problem = LinkIdentification(arm, q, qd, qdd, effort, friction, base,
+                                 known_scale=np.arange(arm.n) == 0)
+    cad = problem.fit_cad()
+    assert np.isnan(cad.info["effort_scale_relative_std"][0])
+    assert np.all(np.isfinite(cad.info["effort_scale_relative_std"][1:]))
+    assert np.max(np.abs(cad.effort_scale / scale - 1)) > 0.05
+    problem.effort_scale = cad.effort_scale.copy()
+    estimate = identify(problem, "sdp", prior_weight=1e-8, epsilon=1e-9, refine_scale=50,
+                        tolerance=1e-7)
+    np.testing.assert_allclose(estimate.effort_scale, scale, rtol=1e-3)
+    truth = base.regrouping @ params.ravel()
+    assert np.max(np.abs(estimate.base - truth) / (np.abs(truth) + 1e-2)) < 1e-3
+    np.testing.assert_allclose(estimate.friction, phi, atol=1e-4)
+    assert all(estimate.link_consistency(arm.attachments))
+
+
+def test_subset_and_friction_swap_match_a_fresh_problem(arm, base):
+    q, qd, qdd = states(arm, 60, 8, rest=0.2)
+    effort = arm.inverse_dynamics(arm.cad, q, qd, qdd)
+    symmetric, smooth = FrictionModel("symmetric"), FrictionModel("asymmetric", smooth=True)
+    problem = LinkIdentification(arm, q, qd, qdd, effort, symmetric, base)
+    rows = np.arange(60) % 3 != 0
+    for derived, fresh in (
+        (problem.subset(rows),
+         LinkIdentification(arm, q[rows], qd[rows], qdd[rows], effort[rows], symmetric, base)),
+        (problem.with_friction(smooth),
+         LinkIdentification(arm, q, qd, qdd, effort, smooth, base)),
+    ):
+        sigma = np.linspace(1.0, 2.0, arm.n)
+        a, b = derived.statistics(sigma), fresh.statistics(sigma)
+        np.testing.assert_allclose(a.information, b.information, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(a.moment, b.moment, rtol=1e-12, atol=1e-12)
+        assert derived.friction_names == fresh.friction_names
+        assert derived.samples == fresh.samples
+
+
 def test_relative_std_and_correlation_time():
     rng = np.random.default_rng(0)
     white = rng.normal(size=(20000, 1))
@@ -394,6 +452,7 @@ def test_identify_links_command(arm, tmp_path):
     assert run_identify_links(args) == 0
     doc = yaml.safe_load((tmp_path / "out.yaml").read_text())
     assert doc["all_links_consistent"] is True
+    assert doc["friction_model"]["smooth"] is False
     assert set(doc["torque_rms"]) == set(arm.joint_names)
     assert max(doc["validation_rms"].values()) < 0.2
     assert {"name", "value", "std", "relative_std_percent"} <= set(doc["base_parameters"][0])

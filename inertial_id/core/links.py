@@ -32,6 +32,7 @@ prior), :func:`identify` (the workflow) and :func:`identified_urdf` (writing the
 
 from __future__ import annotations
 
+import copy
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
@@ -369,7 +370,9 @@ class FrictionModel:
     Without rest samples (``|qd| <= v0``) ``fc+``, ``fc-`` and ``o`` are collinear: only
     ``fc+ + o`` and ``fc- - o`` are identifiable (the statistics then report an infinite
     sigma for them); use ``symmetric`` with an offset, the same model, for such data.
-    ``velocity_threshold`` is ``v0`` (rad/s or m/s).
+    ``velocity_threshold`` is ``v0`` (rad/s or m/s). With ``smooth`` the sign is
+    ``tanh(qd / v0)`` instead of the dead band (``fc+ max(tanh, 0) + fc- min(tanh, 0)`` when
+    asymmetric): a continuous Coulomb term, less sensitive to the velocity noise near rest.
     """
 
     coulomb: str = "asymmetric"
@@ -377,10 +380,13 @@ class FrictionModel:
     offset: bool = True
     velocity_threshold: float = 1e-3
     armature: bool = False
+    smooth: bool = False
 
     def __post_init__(self) -> None:
         if self.coulomb not in COULOMB_MODELS:
             raise InertialIdError(f"unknown Coulomb model {self.coulomb!r}: {COULOMB_MODELS}")
+        if self.smooth and not self.velocity_threshold > 0:
+            raise InertialIdError("a smooth Coulomb term needs a velocity scale v0 > 0")
 
     @property
     def terms(self) -> list[str]:
@@ -397,8 +403,12 @@ class FrictionModel:
         """(N, nv) velocities (and accelerations) -> (N, nv, nv * terms), block-diagonal."""
         qd = np.atleast_2d(np.asarray(qd, dtype=float))
         n, nv = qd.shape
-        moving_up = (qd > self.velocity_threshold).astype(float)
-        moving_down = (qd < -self.velocity_threshold).astype(float)
+        if self.smooth:
+            sign = np.tanh(qd / self.velocity_threshold)
+            moving_up, moving_down = np.clip(sign, 0.0, None), np.clip(-sign, 0.0, None)
+        else:
+            moving_up = (qd > self.velocity_threshold).astype(float)
+            moving_down = (qd < -self.velocity_threshold).astype(float)
         columns = []
         if self.coulomb == "asymmetric":
             columns += [moving_up, -moving_down]
@@ -547,19 +557,45 @@ class LinkIdentification:
         q, qd, qdd, effort = model.batch(q, qd, qdd, effort)
         if not all(np.all(np.isfinite(a)) for a in (q, qd, qdd, effort)):
             raise SampleError("joint data contain NaN or inf")
-        self.effort = effort
+        self.effort, self.qd, self.qdd = effort, qd, qdd
         self.yb = self.base.base_regressor(model.regressor(q, qd, qdd))
         self.f = self.friction_model.regressor(qd, qdd)
         self.effort_scale = (np.ones(model.n) if effort_scale is None
                              else np.asarray(effort_scale, dtype=float).copy())
         self.mask = (np.ones(effort.shape, bool) if mask is None
                      else np.asarray(mask, dtype=bool).reshape(effort.shape))
-        augmented = np.concatenate((self.yb, self.f, effort[..., None]), axis=-1)
-        self._gram = np.array([augmented[self.mask[:, j], j].T @ augmented[self.mask[:, j], j]
-                               for j in range(model.n)])
-        self._counts = self.mask.sum(axis=0).astype(float)
+        self._accumulate()
         self.friction_names = self.friction_model.names(model.joint_names)
         self.base_names = self.base.expressions(model.parameter_names)
+
+    def _accumulate(self) -> None:
+        """Per-joint Gram matrices of ``[Y_b, F, e]`` over the masked samples, and counts."""
+        augmented = np.concatenate((self.yb, self.f, self.effort[..., None]), axis=-1)
+        self._gram = np.array([augmented[self.mask[:, j], j].T @ augmented[self.mask[:, j], j]
+                               for j in range(self.model.n)])
+        self._counts = self.mask.sum(axis=0).astype(float)
+
+    def subset(self, index: ArrayLike) -> LinkIdentification:
+        """The same problem on the samples ``index`` (integer indices or a boolean mask of
+        length N), e.g. a cross-validation fold: regressors are sliced, not recomputed; the
+        effort scales and options are copied."""
+        rows = np.arange(self.samples)[np.asarray(index)]
+        out = copy.copy(self)
+        for name in ("effort", "qd", "qdd", "yb", "f", "mask"):
+            setattr(out, name, getattr(self, name)[rows])
+        out.effort_scale = self.effort_scale.copy()
+        out._accumulate()
+        return out
+
+    def with_friction(self, friction: FrictionModel) -> LinkIdentification:
+        """The same data with another friction model (the rigid-body regressor is shared)."""
+        out = copy.copy(self)
+        out.friction_model = friction
+        out.f = friction.regressor(self.qd, self.qdd)
+        out.friction_names = friction.names(self.model.joint_names)
+        out.effort_scale = self.effort_scale.copy()
+        out._accumulate()
+        return out
 
     @property
     def samples(self) -> int:
@@ -699,32 +735,45 @@ class LinkIdentification:
         return self._estimate("pls", x, sigma, components=int(n_components))
 
     def fit_cad(self, cad: NDArray[np.float64] | None = None,
-                fit_scale: bool = True) -> LinkEstimate:
-        """The CAD model made fair: CAD inertials (or ``cad``), friction/offsets and, when
-        ``fit_scale``, the effort scales ``s_j`` not marked known, fitted per joint by least
-        squares on these data."""
+                fit_scale: bool | ArrayLike = True) -> LinkEstimate:
+        """The CAD model made fair: CAD inertials (or ``cad``), friction/offsets and the effort
+        scales ``s_j`` fitted per joint by least squares on these data.
+
+        ``fit_scale``: ``True`` fits every scale not marked known, ``False`` none, a bool per
+        joint those joints (known ones never). ``info["effort_scale_relative_std"]`` is the
+        sigma % of each fitted scale (NaN when not fitted), from the per-joint least squares,
+        times the residual's correlation time when :attr:`correlated_residuals`.
+        """
         cad = self.model.cad if cad is None else np.asarray(cad, dtype=float)
         base = self.base.regrouping @ cad.ravel()
         rigid = np.einsum("njb,b->nj", self.yb, base)
         scale = self.effort_scale.copy()
         friction = np.zeros(self.f.shape[-1])
+        fitted = np.broadcast_to(np.asarray(fit_scale, dtype=bool), (self.model.n,))
+        fitted = fitted & ~self.known_scale
+        scale_factor = np.full(self.model.n, np.nan)  # [(A^T A)^-1]_00 of a fitted scale
         for j in range(self.model.n):
             rows = self.mask[:, j]
             cols = np.flatnonzero(np.any(self.f[rows, j, :] != 0, axis=0))
             a = self.f[rows, j][:, cols]
             target = self.effort[rows, j]
-            free = fit_scale and not self.known_scale[j]
-            if free:
+            if fitted[j]:
                 a = np.column_stack((rigid[rows, j], a))
+                scale_factor[j] = covariance_factor(a.T @ a)[0, 0]
             else:
                 target = target - scale[j] * rigid[rows, j]
             coef = np.linalg.lstsq(a, target, rcond=None)[0]
-            if free:
+            if fitted[j]:
                 scale[j], coef = coef[0], coef[1:]
             friction[cols] = coef
         x = np.concatenate((base, friction))
         sigma = self._joint_sigma(x, scale)
-        return self._estimate("cad", x, sigma, standard=cad.copy(), effort_scale=scale)
+        estimate = self._estimate("cad", x, sigma, standard=cad.copy(), effort_scale=scale)
+        times = np.asarray(estimate.info["correlation_time"])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            relative = 100.0 * sigma * np.sqrt(scale_factor * times) / np.abs(scale)
+        return replace(estimate, info={**estimate.info,
+                                       "effort_scale_relative_std": relative.tolist()})
 
 
 # ----------------------------------------------------------------- constrained estimators
@@ -793,6 +842,7 @@ class ConstrainedLinkEstimator:
         self._prior_root = cp.Parameter(nonneg=True)
         self._prior_target = cp.Parameter(self.n * N_PI)
         self._friction_unit = np.ones(n_friction)
+        self._dropped = 0.0
         ks = base.regrouping * self.units.ravel()
         self._ks = ks
         # y = [K pi; phi] as its own variable keeps the parametric product R y small to compile.
@@ -903,6 +953,7 @@ class ConstrainedLinkEstimator:
         normalised.rows = stats.rows
         r, z = square_root(normalised)
         self._r.value, self._z.value = r, z
+        self._dropped = normalised.energy - float(z @ z)  # ||Ax - b||^2_W - ||Rx - z||^2
         weight = np.sqrt(self.prior_weight_value)
         self._prior_root.value = weight
         self._prior_target.value = weight * (self.prior / self.units).ravel()
@@ -922,6 +973,12 @@ class ConstrainedLinkEstimator:
         return problem._estimate(self.method, x, sigma, standard=standard,
                                  prior_weight=self.prior_weight_value,
                                  held=int(self.hold.sum()))
+
+    @property
+    def objective(self) -> float:
+        """The last solve's objective: weighted squared residual relative to the weighted
+        effort energy, plus the prior term (comparable between solves of the same data)."""
+        return float(self._problem.value) + self._dropped
 
     def set_prior_weight(self, weight: float) -> None:
         """Change the prior weight (no recompilation)."""
@@ -983,17 +1040,28 @@ def identify(
     refine_scale: int = 0,
     epsilon: float = 1e-6,
     max_relative_std: float | None = None,
+    joint_sigma: ArrayLike | None = None,
+    refine_joints: bool | ArrayLike = True,
+    tolerance: float = 1e-5,
 ) -> LinkEstimate:
     """Identify with ``method`` (wls, pls, sdp or qp); returns the estimate.
 
     wls/pls give base parameters; their standard parameters are the CAD-nearest ones with
     ``K pi = pi_b`` (in CAD units), not necessarily consistent. sdp/qp solve
     :class:`ConstrainedLinkEstimator` (``prior_weight``, ``consistency``, ``com_margin``,
-    ``epsilon`` are its options). With ``max_relative_std`` (percent) the base parameters
+    ``epsilon`` are its options) with the per-joint weights ``1 / joint_sigma^2`` (default:
+    the WLS residual std per joint). With ``max_relative_std`` (percent) the base parameters
     whose WLS sigma % exceeds it keep their CAD values (Bonnet et al. 2016: unreliable base
-    parameters leave the QP). ``refine_scale`` alternations then refit the effort scales per
-    joint against the identified torques and re-solve (the prior anchors the common scale,
-    see the module docstring); the problem's ``effort_scale`` is updated.
+    parameters leave the QP).
+
+    ``refine_scale`` > 0 fits the effort scales of ``refine_joints`` (``True``: all not
+    known; or a bool per joint) jointly with ``pi``: effort = ``s_j Y_j pi + F_j phi_j`` is
+    bilinear, so it alternates the per-joint least squares of ``(s, phi)`` at fixed ``pi``
+    and the constrained fit of ``(pi, phi)`` at fixed ``s``, at most ``refine_scale`` times,
+    until an alternation lowers the objective by less than ``tolerance`` (relative). The
+    weights stay fixed, so every step lowers the same objective; the prior (or the scales not
+    refined) anchors the common scale of ``pi``, see the module docstring. The problem's
+    ``effort_scale`` is updated.
     """
     if method not in METHODS:
         raise SolverError(f"unknown method {method!r}: {', '.join(METHODS)}")
@@ -1004,19 +1072,23 @@ def identify(
         standard = problem.base.standard_closest(est.base, model.cad.ravel(),
                                                  _scales(model.cad).ravel())
         return replace(est, standard=standard.reshape(model.n, N_PI))
-    wls = problem.weighted_least_squares()
-    sigma = wls.joint_sigma
     hold = None
-    if max_relative_std is not None:
-        hold = ~(wls.relative_std[:problem.base.count] <= max_relative_std)
+    if joint_sigma is None or max_relative_std is not None:
+        wls = problem.weighted_least_squares()
+        if max_relative_std is not None:
+            hold = ~(wls.relative_std[:problem.base.count] <= max_relative_std)
+        if joint_sigma is None:
+            joint_sigma = wls.joint_sigma
     solver = ConstrainedLinkEstimator(model, problem.base, problem.f.shape[-1], method,
                                       prior_weight=prior_weight, consistency=consistency,
                                       com_margin=com_margin, epsilon=epsilon, hold=hold)
-    est = solver.solve(problem, sigma)
+    est = solver.solve(problem, joint_sigma)
     for _ in range(refine_scale):
-        refit = problem.fit_cad(est.standard, fit_scale=True)
-        problem.effort_scale = refit.effort_scale
-        est = solver.solve(problem, refit.joint_sigma)
+        before = solver.objective
+        problem.effort_scale = problem.fit_cad(est.standard, fit_scale=refine_joints).effort_scale
+        est = solver.solve(problem, joint_sigma)
+        if before - solver.objective <= tolerance * before:
+            break
     return est
 
 
