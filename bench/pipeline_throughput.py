@@ -4,7 +4,8 @@
 The simulator publishes 1 kHz wrenches and 500 Hz joint states; gatherer, kinematics and solver
 run either as separate processes (the node executables, as ``ros2 run`` starts them) or all in
 one process with one executor (as ``inertial-id demo`` runs them). For each gatherer setting
-(``window`` joint samples of the fixed-lag filter, batch ``publish_rate``) it reports:
+(``window`` joint samples of the fixed-lag filter and its ``lag``, batch ``publish_rate``)
+it reports:
 
 - samples at each stage, from the nodes' own ``/diagnostics`` counters read by a probe node:
   simulator published (counted inside the simulator's process; ``duration x rate`` is printed
@@ -13,8 +14,8 @@ one process with one executor (as ``inertial-id demo`` runs them). For each gath
 - latency p50 / p99 from the solver's diagnostics (node clock when a sample is used minus its
   wrench stamp; the solver keeps the last 20000 samples, i.e. the last 20 s at 1 kHz), and a
   breakdown measured by the probe at the gatherer's and the kinematics' outputs, next to the
-  parts fixed by design: the simulator's publishing tick, the filter's lag (half a window of
-  joint samples) and the gatherer's batching period;
+  parts fixed by design: the simulator's publishing tick, the filter's lag (``lag`` joint
+  samples) and the gatherer's batching period;
 - CPU of each process (``/proc/<pid>/stat`` utime + stime over the run; 100 % = one core).
 
 Then, in this process and without ROS, the core's cost per sample on 1 kHz data in 20-sample
@@ -70,19 +71,36 @@ NODES = ("gatherer", "kinematics", "solver")
 
 @dataclass(frozen=True)
 class Setting:
-    """Gatherer ``window`` (joint samples) and ``publish_rate`` (Hz), simulator ``tick`` (s)."""
+    """Gatherer ``window`` and ``lag`` (joint samples; lag < 0: half the window) and
+    ``publish_rate`` (Hz), simulator ``tick`` (s)."""
 
     window: int
+    lag: int
     publish_rate: float
     tick: float
 
     @property
     def label(self) -> str:
-        return f"window={self.window} publish_rate={self.publish_rate:g} tick={self.tick:g}"
+        return (f"window={self.window} lag={self.lag_samples} "
+                f"publish_rate={self.publish_rate:g} tick={self.tick:g}")
+
+    @property
+    def lag_samples(self) -> int:
+        """The filter's lag in joint samples."""
+        return self.window // 2 if self.lag < 0 else self.lag
+
+    @property
+    def spec(self) -> str:
+        """The setting as ``--settings`` takes it."""
+        return f"{self.window}:{self.lag}:{self.publish_rate}:{self.tick}"
+
+    def gatherer_parameters(self) -> dict[str, Any]:
+        """The gatherer's parameter values for this setting."""
+        return {"window": self.window, "lag": self.lag, "publish_rate": float(self.publish_rate)}
 
     def design_latency_ms(self) -> dict[str, float]:
         """The parts of the latency fixed by design (means; the maxima are twice these)."""
-        lag = (self.window // 2) / JOINT_STATE_RATE * 1e3
+        lag = self.lag_samples / JOINT_STATE_RATE * 1e3
         return {"filter_lag": lag, "batching_mean": 0.5e3 / self.publish_rate,
                 "simulator_tick_mean": 0.5e3 * self.tick,
                 "sum_of_means": lag + 0.5e3 / self.publish_rate + 0.5e3 * self.tick,
@@ -90,14 +108,15 @@ class Setting:
 
 
 def parse_settings(text: str, tick: float) -> list[Setting]:
-    """``"15:50,7:200"`` (window:publish_rate[:tick], comma separated)."""
+    """``"31:4:200,15:-1:50"`` (window:lag:publish_rate[:tick], comma separated)."""
     out = []
     for item in text.split(","):
         parts = item.strip().split(":")
-        if len(parts) not in (2, 3):
-            raise argparse.ArgumentTypeError(f"setting {item!r}: use window:publish_rate[:tick]")
-        out.append(Setting(int(parts[0]), float(parts[1]),
-                           float(parts[2]) if len(parts) == 3 else tick))
+        if len(parts) not in (3, 4):
+            raise argparse.ArgumentTypeError(
+                f"setting {item!r}: use window:lag:publish_rate[:tick]")
+        out.append(Setting(int(parts[0]), int(parts[1]), float(parts[2]),
+                           float(parts[3]) if len(parts) == 4 else tick))
     return out
 
 
@@ -141,9 +160,8 @@ def _child(kind: str, setting: Setting, executor_name: str) -> int:
         executor = _make_executor(executor_name)
         urdf = Parameter("urdf_path", value=bundled_urdf_path())
         factories = {
-            "gatherer": lambda: Gatherer(parameter_overrides=[
-                urdf, Parameter("window", value=setting.window),
-                Parameter("publish_rate", value=float(setting.publish_rate))]),
+            "gatherer": lambda: Gatherer(parameter_overrides=[urdf, *(
+                Parameter(k, value=v) for k, v in setting.gatherer_parameters().items())]),
             "kinematics": lambda: Kinematics(parameter_overrides=[urdf]),
             "solver": Solver,
         }
@@ -222,6 +240,7 @@ class Run:
         p99 = self.latency.get("latency_p99_ms")
         return {
             "mode": self.mode, "executor": self.executor, "window": self.setting.window,
+            "lag": self.setting.lag_samples,
             "publish_rate": self.setting.publish_rate, "tick": self.setting.tick,
             "duration_s": round(self.duration, 2), "dropped": c.get("dropped"),
             "latency_p50_ms": self.latency.get("latency_p50_ms"), "latency_p99_ms": p99,
@@ -343,14 +362,14 @@ def run_pipeline(mode: str, setting: Setting, duration: float, env: dict[str, st
     run = Run(mode, setting, executor)
     probe = Probe(stage_latency, int(env["ROS_DOMAIN_ID"]))
     logdir = Path(tempfile.mkdtemp(prefix="throughput_"))
-    spec = f"{setting.window}:{setting.publish_rate}:{setting.tick}"
+    spec = setting.spec
     child = [sys.executable, str(Path(__file__).resolve()), "--executor", executor, "--child"]
     processes: dict[str, Process] = {}
     try:
         if mode == "separate":
             urdf = f"urdf_path:={bundled_urdf_path()}"
-            params = {"gatherer": [urdf, f"window:={setting.window}",
-                                   f"publish_rate:={float(setting.publish_rate)}"],
+            params = {"gatherer": [urdf, *(f"{k}:={v}" for k, v in
+                                           setting.gatherer_parameters().items())],
                       "kinematics": [urdf], "solver": []}
             for name in NODES:
                 args = [str(BIN / f"inertial_id_{name}"), "--ros-args"]
@@ -633,9 +652,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     phase.add_argument("--separate", action="store_true",
                        help="only the runs with the nodes as separate processes")
     phase.add_argument("--core-only", action="store_true", help="only the in-process core cost")
-    parser.add_argument("--settings", default="15:50,7:200,5:500",
-                        help="gatherer settings to try, window:publish_rate[:tick] comma "
-                        "separated (default 15:50 (the defaults),7:200,5:500)")
+    parser.add_argument("--settings", default="41:2:200,15:-1:50",
+                        help="gatherer settings to try, window:lag:publish_rate[:tick] comma "
+                        "separated, lag -1: half the window (default: 41:2:200, the defaults, "
+                        "and 15:-1:50, the previous ones)")
     parser.add_argument("--tick", type=float, default=0.005,
                         help="simulator publishing period, s (default 0.005, its default)")
     parser.add_argument("--executor", default="single",

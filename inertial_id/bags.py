@@ -9,7 +9,6 @@ names the bag and what is wrong.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from rosbags.interfaces import Connection
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
+from inertial_id.cdr import CdrDecoder, stamp_parts
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.gathering import JointStateSample, WrenchSample
 
@@ -47,91 +47,6 @@ class BagTopics:
 
 def _seconds(stamp: Any) -> float:
     return stamp.sec + 1e-9 * stamp.nanosec
-
-
-class CdrDecoder:
-    """Fast decoding of little-endian CDR ``JointState`` and ``WrenchStamped`` payloads.
-
-    Reads the fields straight from the bytes (``struct`` and ``numpy.frombuffer``) instead of
-    building rosbags message objects, about five times faster; the alignment rules are those
-    of rosbags' deserialiser (and Fast CDR): primitives aligned to their size relative to the
-    payload after the 4-byte encapsulation header, a sequence's elements aligned only when it
-    is not empty. Identical joint name lists decode to the same tuple object. Anything other
-    than plain little-endian CDR goes through rosbags. Arrays are read-only views of the
-    payload. A malformed payload raises ``ValueError`` or ``struct.error``.
-    """
-
-    _STAMP = struct.Struct("<iI")
-    _COUNT = struct.Struct("<I")
-    _WRENCH = struct.Struct("<6d")
-    _MAX_NAMES = 100_000
-
-    def __init__(self) -> None:
-        self._names: dict[bytes, tuple[str, ...]] = {}
-        self._last_names: tuple[bytes, tuple[str, ...]] = (b"", ())
-
-    @staticmethod
-    def little_endian_cdr(raw: bytes) -> bool:
-        """True for a plain little-endian CDR payload (encapsulation 0x0001)."""
-        return raw[:2] == b"\x00\x01"
-
-    def _header(self, raw: bytes) -> tuple[float, str, int]:
-        """Stamp (s), frame id and the payload offset after the header."""
-        sec, nanosec = self._STAMP.unpack_from(raw, 4)
-        (length,) = self._COUNT.unpack_from(raw, 12)
-        if length == 0 or 16 + length > len(raw):
-            raise ValueError(f"bad frame_id length {length}")
-        return sec + 1e-9 * nanosec, raw[16 : 15 + length].decode(), 12 + length
-
-    def _doubles(self, raw: bytes, pos: int) -> tuple[NDArray[np.float64], int]:
-        """A ``float64[]`` sequence at payload offset ``pos``, and the offset after it."""
-        pos = (pos + 3) & -4
-        (size,) = self._COUNT.unpack_from(raw, 4 + pos)
-        pos += 4
-        if size:
-            pos = (pos + 7) & -8
-        values = np.frombuffer(raw, dtype="<f8", count=size, offset=4 + pos)
-        return values, pos + 8 * size
-
-    def _name_list(self, raw: bytes, pos: int) -> tuple[tuple[str, ...], int]:
-        """A ``string[]`` sequence at payload offset ``pos``, and the offset after it."""
-        start = pos = (pos + 3) & -4
-        key, names = self._last_names
-        if key and raw.startswith(key, 4 + start):  # the same bytes parse the same
-            return names, start + len(key)
-        (count,) = self._COUNT.unpack_from(raw, 4 + pos)
-        if count > self._MAX_NAMES:
-            raise ValueError(f"{count} joint names")
-        pos += 4
-        bounds = []
-        for _ in range(count):
-            pos = (pos + 3) & -4
-            (length,) = self._COUNT.unpack_from(raw, 4 + pos)
-            if length == 0:
-                raise ValueError("a string without its terminating NUL")
-            bounds.append((4 + pos + 4, 4 + pos + 3 + length))
-            pos += 4 + length
-        key = raw[4 + start : 4 + pos]
-        names = self._names.get(key)
-        if names is None:
-            names = tuple(raw[a:b].decode() for a, b in bounds)
-            self._names[key] = names
-        self._last_names = (key, names)
-        return names, pos
-
-    def joint_state(self, raw: bytes) -> JointStateSample:
-        """A ``sensor_msgs/JointState`` payload (efforts are not read)."""
-        stamp, _, pos = self._header(raw)
-        names, pos = self._name_list(raw, pos)
-        position, pos = self._doubles(raw, pos)
-        velocity, _ = self._doubles(raw, pos)
-        return JointStateSample(stamp, names, position, velocity)
-
-    def wrench(self, raw: bytes) -> WrenchSample:
-        """A ``geometry_msgs/WrenchStamped`` payload."""
-        stamp, frame_id, pos = self._header(raw)
-        pos = (pos + 7) & -8
-        return WrenchSample(stamp, frame_id, np.array(self._WRENCH.unpack_from(raw, 4 + pos)))
 
 
 def _pick(connections: list[Connection], msgtype: str, topic: str | None, what: str,
@@ -245,10 +160,7 @@ class BagReader:
 
 def _header(stamp: float, frame_id: str = "") -> Any:
     t = TYPESTORE.types
-    sec = int(stamp // 1)
-    nanosec = int(round((stamp - sec) * 1e9))
-    if nanosec == 1_000_000_000:  # rounded up to the next second
-        sec, nanosec = sec + 1, 0
+    sec, nanosec = stamp_parts(stamp)
     return t["std_msgs/msg/Header"](
         stamp=t["builtin_interfaces/msg/Time"](sec=sec, nanosec=nanosec), frame_id=frame_id,
     )

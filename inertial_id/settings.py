@@ -29,7 +29,7 @@ class Param:
     array_type: str | None = None
 
 
-_P, _O = PayloadConfig(), OnlineConfig()
+_P, _O, _G = PayloadConfig(), OnlineConfig(), GathererSettings()
 
 URDF_PARAMS = (
     Param("urdf_path", "", "URDF file; empty: use robot_description"),
@@ -37,7 +37,9 @@ URDF_PARAMS = (
 )
 
 GATHERER_PARAMS = URDF_PARAMS + (
-    Param("window", 15, "Savitzky-Golay window in joint samples (odd); lag = half of it"),
+    Param("window", _G.window, "Savitzky-Golay window in joint samples (odd)"),
+    Param("lag", _G.lag, "joint samples from a filtered sample to the newest in its window "
+          "(0 .. window/2; < 0: half the window, zero phase); sets the filter's delay"),
     Param("polyorder", 3, "Savitzky-Golay polynomial order (>= 2)"),
     Param("use_measured_velocity", False,
           "differentiate JointState.velocity instead of the positions"),
@@ -45,7 +47,7 @@ GATHERER_PARAMS = URDF_PARAMS + (
     Param("locked_joint_names", [], "URDF joints held still and left out of the model",
           "string"),
     Param("queue_depth", 500, "subscription queue depth (messages)"),
-    Param("publish_rate", 50.0, "batches published per second (Hz)"),
+    Param("publish_rate", 200.0, "batches published per second (Hz)"),
 )
 
 KINEMATICS_PARAMS = URDF_PARAMS + (
@@ -102,7 +104,7 @@ def gatherer_settings(values: Mapping[str, Any]) -> GathererSettings:
     v = with_defaults(GATHERER_PARAMS, values, "gatherer")
     return GathererSettings(int(v["window"]), int(v["polyorder"]),
                             bool(v["use_measured_velocity"]), float(v["max_span"]),
-                            tuple(v["locked_joint_names"]))
+                            tuple(v["locked_joint_names"]), int(v["lag"]))
 
 
 @dataclass(frozen=True)

@@ -729,13 +729,18 @@ def _sensor_data(seconds: float) -> tuple[np.ndarray, ...]:
     return START + t, twist, proper, sim.wrench(t)
 
 
+# A margin epsilon the least-squares fit cannot meet, so the conic solver must run (the exact
+# interior shortcut does not apply), and a time limit it cannot meet.
+HURRIED = OnlineConfig(payload=PayloadConfig(solve_timeout=1e-7, epsilon=1.0))
+
+
 def test_a_solver_timeout_raises_and_keeps_the_last_estimate() -> None:
     t, twist, proper, wrench = _sensor_data(4.0)
     normal = OnlineEstimator()
     normal.add(t, twist, proper, wrench)
     good = normal.solve()
     assert good is not None and good.physically_consistent
-    hurried = OnlineEstimator(OnlineConfig(payload=PayloadConfig(solve_timeout=1e-7)))
+    hurried = OnlineEstimator(HURRIED)
     hurried.add(t, twist, proper, wrench)
     with pytest.raises(SolverError):
         hurried.solve()
@@ -751,7 +756,7 @@ def test_a_failing_solve_in_the_pipeline_is_recorded_and_the_last_estimate_retur
     normal = OnlineEstimator()
     normal.add(t, twist, proper, wrench)
     good = normal.solve()
-    hurried = OnlineEstimator(OnlineConfig(payload=PayloadConfig(solve_timeout=1e-7)))
+    hurried = OnlineEstimator(HURRIED)
     pipeline = PayloadPipeline(Gathering(URDF), SensorKinematics(URDF, FRAME), hurried)
     hurried.add(t, twist, proper, wrench)
     hurried.estimate = good
@@ -762,7 +767,7 @@ def test_a_failing_solve_in_the_pipeline_is_recorded_and_the_last_estimate_retur
 
 def test_the_solver_node_with_an_impossible_timeout_publishes_nothing_and_stays_up() -> None:
     data = Recording(4.0)
-    with harness(nodes=("solver",), solver={"solve_timeout": 1e-6}) as h:
+    with harness(nodes=("solver",), solver={"solve_timeout": 1e-6, "epsilon": 1.0}) as h:
         for msg in data.sensor_batches():
             h.sensor_pub.publish(msg)
             h.spin(0.01)

@@ -177,6 +177,26 @@ def test_output_equals_the_analytic_signals_at_the_wrench_stamps():
     assert sync.counters["joint_state_gap"] == 0
 
 
+@pytest.mark.parametrize("lag", [0, 2, 5, WINDOW // 2])
+def test_shorter_lag_is_exact_on_cubics_and_answers_sooner(lag):
+    sync = FixedLagSynchronizer(2, window=WINDOW, lag=lag)
+    n_ms = 400
+    out = run(sync, n_ms, pop_every=1)
+    assert_matches_analytic(out)
+    # Every wrench stamped up to lag joint periods before the newest joint state is out.
+    newest_joint = joint_stamp((n_ms - 1) // 2)
+    assert out.times[-1] >= newest_joint - lag * 0.002 - 1e-9
+    assert out.times[-1] < newest_joint - lag * 0.002 + 0.002
+    # The history needed before the first output grows as the lag shrinks.
+    assert sync.counters["wrench_without_history"] == 2 * (WINDOW - 1 - lag)
+
+
+def test_lag_is_validated():
+    for lag in (-1, WINDOW // 2 + 1):
+        with pytest.raises(InertialIdError, match="lag"):
+            FixedLagSynchronizer(2, window=WINDOW, lag=lag)
+
+
 def test_wrench_first_then_joints_gives_the_same_output():
     reference = run(FixedLagSynchronizer(2, window=WINDOW), 400)
     swapped = run(FixedLagSynchronizer(2, window=WINDOW), 400, wrench_first=True)

@@ -2,10 +2,12 @@
 
 Each wrench sample (stamp ``t``) becomes one synchronised sample at ``t``: the joint positions,
 velocities and accelerations come from a polynomial fitted to the ``window`` joint samples
-centred on ``t``, and the wrench is smoothed by a polynomial of the same order over the wrench
-samples spanning the same time, centred on ``t``. Both fits are centred on the same span, so
-both signals are delayed by the same half window and stay in phase. Only header stamps are
-used, never arrival times.
+around ``t`` that end ``lag`` samples after it, and the wrench is smoothed by a polynomial of
+the same order over the wrench samples spanning the same time. Both fits cover the same span
+with ``t`` at the same place in it, so both signals are filtered alike and stay in phase; a
+sample is ready ``lag`` joint periods after its stamp. ``lag`` = half the window (the default)
+is the classical zero-phase filter with the least noise; a shorter lag answers sooner at the
+price of noisier derivatives. Only header stamps are used, never arrival times.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -64,6 +67,17 @@ class SyncedSamples:
         """A batch with no samples."""
         z = np.empty((0, n_joints))
         return cls(np.empty(0), z, z.copy(), z.copy(), np.empty((0, 6)), np.empty((0, 6)))
+
+
+class _Span(NamedTuple):
+    """A filter window around a sample: how many samples before it and after it."""
+
+    before: int
+    after: int
+
+    def offsets(self) -> NDArray[np.intp]:
+        """Index offsets of the window's samples from the sample's."""
+        return np.arange(-self.before, self.after + 1)
 
 
 class _Rows:
@@ -125,12 +139,13 @@ class FixedLagSynchronizer:
     """Pairs wrench samples with filtered joint states; see the module docstring.
 
     ``window`` joint samples (odd) and polynomial ``order`` set the filter; the output lags the
-    newest joint state by half a window. ``max_span`` (s) rejects windows that straddle a gap
-    in the joint states or in the wrenches. A stamp more than ``reset_jump`` seconds older
-    than the newest one (a bag restarting under simulated time) clears the buffers; other
-    out-of-order or duplicate stamps are dropped. ``counters`` records what was dropped, why.
-    Samples come one at a time (:meth:`add_joint_state`, :meth:`add_wrench`) or in blocks
-    (:meth:`extend`), with the same result.
+    newest joint state by ``lag`` joint samples (default: half the window). ``max_span`` (s)
+    rejects windows that straddle a gap in the joint states or in the wrenches. A stamp more
+    than ``reset_jump`` seconds older than the newest one (a bag restarting under simulated
+    time) clears the buffers; other out-of-order or duplicate stamps are dropped.
+    ``counters`` records what was dropped, why. Samples come one at a time
+    (:meth:`add_joint_state`, :meth:`add_wrench`) or in blocks (:meth:`extend`), with the
+    same result.
     """
 
     def __init__(
@@ -142,11 +157,16 @@ class FixedLagSynchronizer:
         max_span: float = 0.5,
         reset_jump: float = 1.0,
         max_pending: int = 20000,
+        lag: int | None = None,
     ) -> None:
         if window % 2 == 0 or window <= order or order < 2:
             raise InertialIdError(
                 f"need an odd window > order >= 2, got window={window}, order={order}"
             )
+        self.lag = window // 2 if lag is None else int(lag)
+        if not 0 <= self.lag <= window // 2:
+            raise InertialIdError(f"lag must be 0 .. {window // 2} joint samples (half the "
+                                  f"window), got {lag}")
         self.n_joints = n_joints
         self.window = window
         self.order = order
@@ -261,28 +281,31 @@ class FixedLagSynchronizer:
         self._limit_pending()
         return True
 
-    def _wrench_half_window(self, joint_t: NDArray[np.float64],
-                            wrench_t: NDArray[np.float64]) -> int:
-        """Wrench samples per half window so both windows span the same time."""
+    def _wrench_span(self, joint_t: NDArray[np.float64],
+                     wrench_t: NDArray[np.float64]) -> _Span:
+        """Wrench samples before and after a stamp so both windows span the same time."""
         joint_period = float(np.median(np.diff(joint_t)))
         wrench_period = float(np.median(np.diff(wrench_t))) if wrench_t.size > 1 else 0.0
         if wrench_period <= 0.0:
-            return self.order
-        return max(self.order, int(round(self.window // 2 * joint_period / wrench_period)))
+            return _Span(self.order, min(self.order, self.lag))
+        ratio = joint_period / wrench_period
+        after = int(round(self.lag * ratio))
+        before = max(int(round((self.window - 1 - self.lag) * ratio)), self.order - after)
+        return _Span(before, after)
 
     def pop_ready(self) -> SyncedSamples:
         """All samples whose filter windows are complete, oldest first."""
-        half = self.window // 2
         if len(self._joint_t) < self.window or self._next_wrench >= len(self._wrench_t):
             return SyncedSamples.empty(self.n_joints)
         joint_t = self._joint_t.view()
         wrench_t = self._wrench_t.view()
-        hw = self._wrench_half_window(joint_t, wrench_t)
+        js = _Span(self.window - 1 - self.lag, self.lag)
+        ws = self._wrench_span(joint_t, wrench_t)
         index = np.arange(self._next_wrench, wrench_t.size)
         ks = np.searchsorted(joint_t, wrench_t[index], side="right") - 1
         # Samples that can never be filtered: before the joint data or the wrench history.
-        hopeless = (ks < half) | (index < hw)
-        waiting = (ks + half >= joint_t.size) | (index + hw >= wrench_t.size)
+        hopeless = (ks < js.before) | (index < ws.before)
+        waiting = (ks + js.after >= joint_t.size) | (index + ws.after >= wrench_t.size)
         waiting_at = np.flatnonzero(waiting & ~hopeless)
         stop = int(waiting_at[0]) if waiting_at.size else index.size
         index, ks, hopeless = index[:stop], ks[:stop], hopeless[:stop]
@@ -290,14 +313,14 @@ class FixedLagSynchronizer:
         self._next_wrench += stop
         ok = ~hopeless
         index, ks = index[ok], ks[ok]
-        joint_gap = joint_t[ks + half] - joint_t[ks - half] > self.max_span
-        wrench_gap = wrench_t[index + hw] - wrench_t[index - hw] > self.max_span
+        joint_gap = joint_t[ks + js.after] - joint_t[ks - js.before] > self.max_span
+        wrench_gap = wrench_t[index + ws.after] - wrench_t[index - ws.before] > self.max_span
         self.counters["joint_state_gap"] += int(np.count_nonzero(joint_gap))
         self.counters["wrench_gap"] += int(np.count_nonzero(wrench_gap & ~joint_gap))
         usable = ~(joint_gap | wrench_gap)
         index, ks = index[usable], ks[usable]
-        batch = self._filter(joint_t, wrench_t, index, ks, half, hw)
-        self._prune(joint_t, half, hw)
+        batch = self._filter(joint_t, wrench_t, index, ks, js, ws)
+        self._prune(joint_t, js, ws)
         return batch
 
     def _filter(
@@ -306,15 +329,15 @@ class FixedLagSynchronizer:
         wrench_t: NDArray[np.float64],
         index: NDArray[np.intp],
         ks: NDArray[np.intp],
-        half: int,
-        hw: int,
+        js: _Span,
+        ws: _Span,
     ) -> SyncedSamples:
         if index.size == 0:
             return SyncedSamples.empty(self.n_joints)
         at = wrench_t[index]
         # Consecutive wrenches share joint windows: fit each window once.
         centres, which = np.unique(ks, return_inverse=True)
-        joint_windows = centres[:, None] + np.arange(-half, half + 1)
+        joint_windows = centres[:, None] + js.offsets()
         jt = joint_t[joint_windows]
         q_fit = fit_polynomials(jt, self._joint_q.view()[joint_windows], self.order)
         if self.use_measured_velocity:
@@ -323,23 +346,23 @@ class FixedLagSynchronizer:
             velocity, acceleration = v_fit.evaluate(at, (0, 1), which)
         else:
             position, velocity, acceleration = q_fit.evaluate(at, (0, 1, 2), which)
-        wrench_windows = index[:, None] + np.arange(-hw, hw + 1)
+        wrench_windows = index[:, None] + ws.offsets()
         wrenches = self._wrench_w.view()
         (wrench,) = local_polynomial(wrench_t[wrench_windows], wrenches[wrench_windows], at,
                                      self.order)
         return SyncedSamples(at, position, velocity, acceleration, wrench, wrenches[index])
 
-    def _prune(self, joint_t: NDArray[np.float64], half: int, hw: int) -> None:
+    def _prune(self, joint_t: NDArray[np.float64], js: _Span, ws: _Span) -> None:
         """Drop buffered samples that no future window can use."""
         if self._next_wrench < len(self._wrench_t):
             next_k = int(np.searchsorted(joint_t, self._wrench_t.view()[self._next_wrench],
                                          side="right")) - 1
         else:
             next_k = joint_t.size - 1
-        keep_joints_from = min(max(0, next_k - half), max(0, joint_t.size - self.window))
+        keep_joints_from = min(max(0, next_k - js.before), max(0, joint_t.size - self.window))
         for rows in (self._joint_t, self._joint_q, self._joint_v):
             rows.drop_front(keep_joints_from)
-        drop_wrenches = max(0, self._next_wrench - hw)
+        drop_wrenches = max(0, self._next_wrench - ws.before)
         if drop_wrenches > 0:
             self._wrench_t.drop_front(drop_wrenches)
             self._wrench_w.drop_front(drop_wrenches)

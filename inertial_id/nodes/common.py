@@ -22,6 +22,7 @@ from rclpy.qos import (
 )
 from std_msgs.msg import Header, String
 
+from inertial_id.cdr import stamp_parts
 from inertial_id.core.errors import InertialIdError
 from inertial_id.settings import Param
 
@@ -88,10 +89,7 @@ def to_seconds(stamp: Time) -> float:
 
 def to_stamp(seconds: float) -> Time:
     """Seconds to a ``builtin_interfaces/Time``."""
-    sec = int(seconds // 1)
-    nanosec = int(round((seconds - sec) * 1e9))
-    if nanosec >= 1_000_000_000:
-        sec, nanosec = sec + 1, nanosec - 1_000_000_000
+    sec, nanosec = stamp_parts(seconds)
     return Time(sec=sec, nanosec=nanosec)
 
 
