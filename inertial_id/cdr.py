@@ -88,12 +88,13 @@ class CdrDecoder:
         return names, pos
 
     def joint_state(self, raw: bytes) -> JointStateSample:
-        """A ``sensor_msgs/JointState`` payload (efforts are not read)."""
+        """A ``sensor_msgs/JointState`` payload."""
         stamp, _, pos = self._header(raw)
         names, pos = self._name_list(raw, pos)
         position, pos = self._doubles(raw, pos)
-        velocity, _ = self._doubles(raw, pos)
-        return JointStateSample(stamp, names, position, velocity)
+        velocity, pos = self._doubles(raw, pos)
+        effort, _ = self._doubles(raw, pos)
+        return JointStateSample(stamp, names, position, velocity, effort)
 
     def wrench(self, raw: bytes) -> WrenchSample:
         """A ``geometry_msgs/WrenchStamped`` payload."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +18,7 @@ from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.links import (
     COULOMB_MODELS,
     METHODS,
+    BaseParameters,
     FrictionModel,
     LinkEstimate,
     LinkIdentification,
@@ -294,6 +295,46 @@ def _locks(model_joints: Sequence[str], csv_joints: Sequence[str],
     return moving, lock
 
 
+@dataclass(frozen=True)
+class LinkOptions:
+    """How :func:`identify_links` identifies (the ``identify-links`` options; the solver node's
+    ``links`` mode). ``known_gain``: joint -> drive gain (effort = torque / gain) held fixed;
+    ``max_relative_std`` <= 0 keeps every base parameter in the fit."""
+
+    method: str = "sdp"
+    prior_weight: float = 1e-2
+    friction: FrictionModel = field(default_factory=FrictionModel)
+    fit_gains: bool = False
+    known_gain: dict[str, float] = field(default_factory=dict)
+    refine_gains: int = 0
+    max_relative_std: float = 10.0
+    consistency: str = "link"
+    com_margin: float | None = None
+    coloured_residuals: bool = False
+
+
+def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
+                   options: LinkOptions, base: BaseParameters | None = None
+                   ) -> tuple[LinkIdentification, LinkEstimate, LinkEstimate]:
+    """The problem on ``rows`` = (q, qd, qdd, effort), model joint order, the CAD model with
+    its fitted drive terms, and the identified estimate."""
+    known = options.known_gain
+    unknown = [n for n in known if n not in model.joint_names]
+    if unknown:
+        raise SampleError(f"known gains for joints that do not move: {', '.join(unknown)}")
+    scale = np.array([1.0 / known[n] if n in known else 1.0 for n in model.joint_names])
+    problem = LinkIdentification(model, *rows, options.friction, base, effort_scale=scale,
+                                 correlated_residuals=options.coloured_residuals,
+                                 known_scale=[n in known for n in model.joint_names])
+    cad = problem.fit_cad(fit_scale=options.fit_gains)
+    problem.effort_scale = cad.effort_scale.copy()
+    threshold = options.max_relative_std if options.max_relative_std > 0 else None
+    estimate = identify(problem, options.method, prior_weight=options.prior_weight,
+                        consistency=options.consistency, com_margin=options.com_margin,
+                        refine_scale=options.refine_gains, max_relative_std=threshold)
+    return problem, cad, estimate
+
+
 def run_identify_links(args: argparse.Namespace) -> int:
     """Run ``identify-links``; 0 on success (errors raise :class:`InertialIdError`)."""
     begin = time.perf_counter()
@@ -316,21 +357,10 @@ def run_identify_links(args: argparse.Namespace) -> int:
     friction = FrictionModel(args.friction, not args.no_viscous, not args.no_offset,
                              args.velocity_threshold, args.armature, args.smooth_coulomb)
     base = structural_base_parameters(model)
-    known = dict(args.known_gain)
-    unknown = [n for n in known if n not in model.joint_names]
-    if unknown:
-        raise SampleError(f"--known-gain for joints that do not move: {', '.join(unknown)}")
-    scale = np.array([1.0 / known[n] if n in known else 1.0 for n in model.joint_names])
-    problem = LinkIdentification(model, *data.rows(start, stop), friction, base,
-                                 effort_scale=scale,
-                                 correlated_residuals=args.coloured_residuals,
-                                 known_scale=[n in known for n in model.joint_names])
-    cad = problem.fit_cad(fit_scale=args.fit_gains)
-    problem.effort_scale = cad.effort_scale.copy()
-    threshold = args.max_relative_std if args.max_relative_std > 0 else None
-    estimate = identify(problem, args.method, prior_weight=args.prior_weight,
-                        consistency=args.consistency, com_margin=args.com_margin,
-                        refine_scale=args.refine_gains, max_relative_std=threshold)
+    options = LinkOptions(args.method, args.prior_weight, friction, args.fit_gains,
+                          dict(args.known_gain), args.refine_gains, args.max_relative_std,
+                          args.consistency, args.com_margin, args.coloured_residuals)
+    problem, cad, estimate = identify_links(model, data.rows(start, stop), options, base)
     doc = {"method": args.method, "urdf": str(args.urdf), "joints": model.joint_names,
            "locked": {k: float(v) for k, v in model.locked.items()},
            "train_rows": [int(start), int(stop)], "samples": problem.samples,

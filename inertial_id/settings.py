@@ -57,7 +57,21 @@ KINEMATICS_PARAMS = URDF_PARAMS + (
     Param("locked_joint_positions", [], "their positions, rad or m", "double"),
 )
 
-SOLVER_PARAMS = (
+LINKS_PARAMS = URDF_PARAMS + (
+    Param("mode", "payload", "payload: the F/T payload from sensor_samples; links: the robot's "
+          "link parameters and friction from joint_states (JointState.effort)"),
+    Param("links_joints", [], "links mode: joints identified (empty: every movable URDF "
+          "joint); the others are locked at 0", "string"),
+    Param("links_method", "sdp", "links mode: sdp or qp (consistent), wls or pls"),
+    Param("links_prior_weight", 1e-2, "links mode: weight of the URDF (CAD) prior"),
+    Param("links_fit_gains", False, "links mode: fit a drive gain per joint (efforts not in N m)"),
+    Param("links_window", 31, "links mode: Savitzky-Golay window, in kept joint states (odd)"),
+    Param("links_decimation", 5, "links mode: keep every N-th joint state"),
+    Param("links_horizon", 120.0, "links mode: s of joint states the fit uses (the latest)"),
+    Param("links_solve_period", 10.0, "links mode: s between fits"),
+)
+
+SOLVER_PARAMS = LINKS_PARAMS + (
     Param("wrench_sign", _P.wrench_sign, "payload_on_sensor (F/T sensors) or sensor_on_payload"),
     Param("force_noise_std", _P.force_noise_std, "F/T force noise std, N (weights force rows)"),
     Param("torque_noise_std", _P.torque_noise_std,

@@ -47,10 +47,11 @@ def test_joint_state_decodes_like_rosbags(data: st.DataObject) -> None:
     names = data.draw(st.lists(NAMES, max_size=9))
     n = len(names)
     # Position or velocity may be empty, which changes the alignment of what follows.
-    position = _arrays(data.draw, data.draw(st.sampled_from([0, n])))
-    velocity = _arrays(data.draw, data.draw(st.sampled_from([0, n])))
+    position, velocity, effort = (_arrays(data.draw, data.draw(st.sampled_from([0, n])))
+                                  for _ in range(3))
     stamp = data.draw(STAMPS)
     message = joint_state_message(stamp, names, position, velocity)
+    message.effort = effort
     message.header.frame_id = data.draw(NAMES)
     raw = TYPESTORE.serialize_cdr(message, JOINT_STATE)
     expected = TYPESTORE.deserialize_cdr(raw, JOINT_STATE)
@@ -60,6 +61,7 @@ def test_joint_state_decodes_like_rosbags(data: st.DataObject) -> None:
         assert list(sample.names) == list(expected.name)
         np.testing.assert_array_equal(sample.position, expected.position)
         np.testing.assert_array_equal(sample.velocity, expected.velocity)
+        np.testing.assert_array_equal(sample.effort, expected.effort)
         stamp_s = expected.header.stamp.sec + 1e-9 * expected.header.stamp.nanosec
         assert sample.stamp == stamp_s
 

@@ -25,13 +25,14 @@ OUT_OF_ORDER = "stamp out of order"
 
 
 class JointStateSample(NamedTuple):
-    """A ``sensor_msgs/JointState``: header stamp (s), names, positions, velocities (rad, m,
-    rad/s, m/s; in the message's order)."""
+    """A ``sensor_msgs/JointState``: header stamp (s), names, positions, velocities, efforts
+    (rad, m, rad/s, m/s, N m, N; in the message's order; any of the arrays may be empty)."""
 
     stamp: float
     names: Sequence[str]
     position: NDArray[np.float64]
     velocity: NDArray[np.float64]
+    effort: NDArray[np.float64] = np.zeros(0)
 
 
 class WrenchSample(NamedTuple):

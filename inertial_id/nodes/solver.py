@@ -10,6 +10,8 @@ gravity- and inertia-compensated F/T signal) every ``contact_decimation`` sample
 contact change; a status on ``/diagnostics``. Services (std_srvs/Trigger): ``~/reset``,
 ``~/tare`` (re-estimate the F/T offset with the payload known), ``~/freeze``, ``~/resume``.
 A failed solve keeps the last good estimate; nothing physically inconsistent is published.
+With ``mode: links`` it identifies the robot's links from joint torques instead
+(:mod:`inertial_id.nodes.links`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from inertial_id.nodes.conversions import (
     estimate_to_msg,
     sensor_samples_from_msg,
 )
+from inertial_id.nodes.links import LinksMode
 from inertial_id.settings import SOLVER_PARAMS, online_config
 
 
@@ -43,6 +46,12 @@ class Solver(Node):
     def __init__(self, **kwargs: object) -> None:
         super().__init__("solver", **kwargs)
         values = declare_all(self, SOLVER_PARAMS)
+        self.links: LinksMode | None = None
+        if values["mode"] == "links":
+            self.links = LinksMode(self, values)
+            return
+        if values["mode"] != "payload":
+            raise InertialIdError(f"mode must be payload or links, got {values['mode']!r}")
         self.online = OnlineEstimator(online_config(values))
         rate = values["publish_rate"]
         self.decimation = max(1, values["contact_decimation"])
