@@ -6,7 +6,7 @@ Each run moves the bundled 6-DoF arm along a random exciting trajectory with the
 payload: forces of 1-10 N in a random direction at a random point within 10 cm of the sensor
 origin, lasting 0.2-2 s, the first after 8 s (the monitor is trained by then), at least 2 s
 apart. The samples go through the core :class:`~inertial_id.core.online.OnlineEstimator`
-exactly as the solver node runs it: batches of 20 samples (the gatherer's 50 Hz at 1 kHz),
+exactly as the solver node runs it: batches of 20 samples (50 Hz batches at 1 kHz),
 a solve every 0.5 s of data.
 
     python bench/contact_detection.py                          # 10 runs x 60 s
@@ -67,7 +67,7 @@ from inertial_id.core.simulation import (
 )
 
 RATE = 1000.0  # Hz
-BATCH = 20  # samples per add() (the gatherer publishes at 50 Hz)
+BATCH = 20  # samples per add(): 50 Hz batches at 1 kHz
 SOLVE_PERIOD = 0.5  # s of data between solves (the solver's publish_rate 2 Hz)
 FORCE_STD, TORQUE_STD = 0.08, 0.004
 FIRST_CONTACT = 8.0  # s
