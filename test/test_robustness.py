@@ -671,6 +671,19 @@ def _run_node(executable: str, env: dict[str, str], *params: str) -> tuple[int, 
     return done.returncode, done.stdout + done.stderr, time.monotonic() - start
 
 
+def test_sigterm_while_publishing_at_1khz_is_a_clean_stop(ros_env: dict[str, str]) -> None:
+    """The context closes under a callback that is publishing: exit 0, no traceback."""
+    args = [str(BIN / "inertial_id_simulator"), "--ros-args", "-p", "tick:=0.001"]
+    for _ in range(2):
+        process = subprocess.Popen(args, env=ros_env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True)
+        time.sleep(3.0)
+        process.terminate()
+        output, _ = process.communicate(timeout=30)
+        assert process.returncode == 0, output
+        assert "Traceback" not in output, output
+
+
 def test_kinematics_without_the_sensor_frame_exits_naming_the_frames(
         tmp_path: Path, ros_env: dict[str, str]) -> None:
     path = tmp_path / "two_links.urdf"

@@ -165,6 +165,10 @@ def run(node_factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
         return 1
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:
+        if rclpy.ok():
+            raise
+        # A signal shut the context down while a callback was publishing: a normal stop.
     finally:
         if node is not None:
             node.destroy_node()
