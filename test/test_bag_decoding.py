@@ -129,16 +129,10 @@ def _add_one_at_a_time(gathering: Gathering, messages: list, dropped: dict[str, 
     """The gatherer node's path: one message at a time, drops counted by reason."""
     for message in messages:
         try:
-            if isinstance(message, JointStateSample):
-                ok = gathering.add_joint_state(message.stamp, message.names, message.position,
-                                               message.velocity)
-            else:
-                ok = gathering.add_wrench(message.stamp, message.wrench)
+            if not gathering.add(message):
+                dropped[OUT_OF_ORDER] = dropped.get(OUT_OF_ORDER, 0) + 1
         except SampleError as exc:
             dropped[str(exc)] = dropped.get(str(exc), 0) + 1
-            continue
-        if not ok:
-            dropped[OUT_OF_ORDER] = dropped.get(OUT_OF_ORDER, 0) + 1
 
 
 @given(st.data())

@@ -105,17 +105,19 @@ class Gathering:
         dropped: Counter[str] = Counter()
         for message in messages:
             try:
-                if isinstance(message, JointStateSample):
-                    ok = self.add_joint_state(message.stamp, message.names, message.position,
-                                              message.velocity)
-                else:
-                    ok = self.add_wrench(message.stamp, message.wrench)
+                if not self.add(message):
+                    dropped[OUT_OF_ORDER] += 1
             except SampleError as exc:
                 dropped[str(exc)] += 1
-                continue
-            if not ok:
-                dropped[OUT_OF_ORDER] += 1
         return dropped
+
+    def add(self, message: JointStateSample | WrenchSample) -> bool:
+        """One message (:meth:`add_joint_state` or :meth:`add_wrench`); False when its stamp
+        was dropped."""
+        if isinstance(message, JointStateSample):
+            return self.add_joint_state(message.stamp, message.names, message.position,
+                                        message.velocity)
+        return self.add_wrench(message.stamp, message.wrench)
 
     def _extend(self, messages: Sequence[JointStateSample | WrenchSample]) -> bool:
         """The block path of :meth:`add_messages`; False when the block is not clean."""

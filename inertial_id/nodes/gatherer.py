@@ -88,8 +88,7 @@ class Gatherer(Node):
         if self.gathering is None:
             return
         try:
-            msg = self._joint_state(raw)
-            self.gathering.add_joint_state(msg.stamp, msg.names, msg.position, msg.velocity)
+            self.gathering.add(self._joint_state(raw))
         except (InertialIdError, ValueError, struct.error) as exc:
             self.rejected["joint_state_invalid"] += 1
             self.get_logger().warning(f"joint state dropped: {exc}", throttle_duration_sec=2.0)
@@ -101,7 +100,7 @@ class Gatherer(Node):
         try:
             msg = self._wrench(raw)
             self.frame_id = self.diagnostics.hardware_id = msg.frame_id
-            self.gathering.add_wrench(msg.stamp, msg.wrench)
+            self.gathering.add(msg)
         except (InertialIdError, ValueError, struct.error) as exc:
             self.rejected["wrench_invalid"] += 1
             self.get_logger().warning(f"wrench dropped: {exc}", throttle_duration_sec=2.0)
