@@ -1,9 +1,12 @@
-"""Fast CDR of ``sensor_msgs/JointState`` and ``geometry_msgs/WrenchStamped``.
+"""Fast CDR of ``sensor_msgs/JointState``, ``geometry_msgs/WrenchStamped`` and the
+pipeline's batches (``inertial_id/JointSamples``, ``inertial_id/SensorSamples``).
 
 The same bytes arrive from a bag (rosbags hands over the CDR payload) and from a raw rclpy
-subscription, so replay and the gatherer node decode them with one :class:`CdrDecoder`
-instead of building message objects (about 5x faster than rosbags' deserialiser and rclpy's);
-:class:`CdrEncoder` writes them for a publisher that sends bytes (the simulator's streams).
+subscription, so replay and the nodes decode them with one :class:`CdrDecoder` instead of
+building message objects (about 5x faster than rosbags' deserialiser and rclpy's);
+:class:`CdrEncoder` writes them for a publisher that sends bytes (the simulator's streams and
+the batches between gatherer, kinematics and solver, where rclpy's conversion of a Python
+message with ``float64[]`` and ``Time[]`` fields cost more than the work on the data).
 """
 
 from __future__ import annotations
@@ -15,6 +18,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.gathering import JointStateSample, WrenchSample
+from inertial_id.core.synchronizer import SyncedSamples
+
+TIME = np.dtype([("sec", "<i4"), ("nanosec", "<u4")])
+"""``builtin_interfaces/Time`` as CDR lays out the elements of a ``Time[]``."""
 
 
 class CdrDecoder:
@@ -102,6 +109,49 @@ class CdrDecoder:
         pos = (pos + 7) & -8
         return WrenchSample(stamp, frame_id, np.array(self._WRENCH.unpack_from(raw, 4 + pos)))
 
+    def _times(self, raw: bytes, pos: int) -> tuple[NDArray[np.float64], int]:
+        """A ``builtin_interfaces/Time[]`` at payload offset ``pos`` in seconds (as
+        ``sec + 1e-9 * nanosec``), and the offset after it."""
+        pos = (pos + 3) & -4
+        (size,) = self._COUNT.unpack_from(raw, 4 + pos)
+        parts = np.frombuffer(raw, dtype=TIME, count=size, offset=8 + pos)
+        return parts["sec"] + 1e-9 * parts["nanosec"], pos + 4 + TIME.itemsize * size
+
+    def _rows(self, raw: bytes, pos: int, count: int, width: int
+              ) -> tuple[NDArray[np.float64], int]:
+        """A ``float64[]`` of ``count`` rows of ``width`` (row-major), and the offset after."""
+        values, pos = self._doubles(raw, pos)
+        if values.size != count * width:
+            raise ValueError(f"{values.size} values for {count} samples of {width}")
+        return values.reshape(count, width), pos
+
+    def joint_samples(self, raw: bytes) -> tuple[SyncedSamples, tuple[str, ...], str]:
+        """An ``inertial_id/JointSamples`` payload: the batch (joints in the message's order),
+        the joint names and the frame id."""
+        _, frame_id, pos = self._header(raw)
+        names, pos = self._name_list(raw, pos)
+        times, pos = self._times(raw, pos)
+        fields = []
+        for width in (len(names),) * 3 + (6, 6):
+            values, pos = self._rows(raw, pos, times.size, width)
+            fields.append(values)
+        return SyncedSamples(times, *fields), names, frame_id
+
+    def sensor_samples(self, raw: bytes) -> tuple[dict[str, NDArray[np.float64]], str]:
+        """An ``inertial_id/SensorSamples`` payload: ``times`` (N,) and ``twist``,
+        ``proper_acceleration``, ``wrench``, ``wrench_raw`` (N, 6) (the keyword arguments of
+        :meth:`~inertial_id.core.online.OnlineEstimator.add`), and the frame id."""
+        _, frame_id, pos = self._header(raw)
+        samples = {}
+        samples["times"], pos = self._times(raw, pos)
+        for field in SENSOR_FIELDS:
+            samples[field], pos = self._rows(raw, pos, samples["times"].size, 6)
+        return samples, frame_id
+
+
+SENSOR_FIELDS = ("twist", "proper_acceleration", "wrench", "wrench_raw")
+"""The (N, 6) arrays of ``inertial_id/SensorSamples``, in the message's order."""
+
 
 def stamp_parts(seconds: float) -> tuple[int, int]:
     """Seconds to the ``(sec, nanosec)`` of a ``builtin_interfaces/Time``, rounded to 1 ns."""
@@ -110,6 +160,18 @@ def stamp_parts(seconds: float) -> tuple[int, int]:
     if nanosec >= 1_000_000_000:
         sec, nanosec = sec + 1, nanosec - 1_000_000_000
     return sec, nanosec
+
+
+def stamp_array(seconds: ArrayLike) -> NDArray[np.void]:
+    """:func:`stamp_parts` of every element, as a :data:`TIME` array."""
+    t = np.asarray(seconds, dtype=float).ravel()
+    sec = np.floor(t)
+    nanosec = np.rint((t - sec) * 1e9)
+    carry = nanosec >= 1e9
+    out = np.empty(t.size, dtype=TIME)
+    out["sec"] = sec + carry
+    out["nanosec"] = nanosec - 1e9 * carry
+    return out
 
 
 class CdrEncoder:
@@ -168,4 +230,33 @@ class CdrEncoder:
         out = self._header(stamp, frame_id)
         self._align(out, 8)
         out += np.ascontiguousarray(wrench, dtype="<f8").reshape(6).tobytes()
+        return bytes(out)
+
+    def _times(self, out: bytearray, times: ArrayLike) -> None:
+        stamps = stamp_array(times)
+        self._align(out, 4)
+        out += self._COUNT.pack(stamps.size)
+        out += stamps.tobytes()
+
+    def joint_samples(self, batch: SyncedSamples, joint_names: Sequence[str],
+                      frame_id: str) -> bytes:
+        """An ``inertial_id/JointSamples`` of a non-empty batch (header stamp: its last
+        sample's; ``joint_names`` in the batch's column order)."""
+        out = self._header(float(batch.times[-1]), frame_id)
+        self._name_list(out, joint_names)
+        self._times(out, batch.times)
+        for values in (batch.position, batch.velocity, batch.acceleration, batch.wrench,
+                       batch.wrench_raw):
+            self._doubles(out, values)
+        return bytes(out)
+
+    def sensor_samples(self, times: ArrayLike, frame_id: str,
+                       **fields: NDArray[np.float64]) -> bytes:
+        """An ``inertial_id/SensorSamples`` of N > 0 samples: ``times`` (N,) s and the (N, 6)
+        arrays named in :data:`SENSOR_FIELDS` (header stamp: the last sample's)."""
+        times = np.asarray(times, dtype=float)
+        out = self._header(float(times[-1]), frame_id)
+        self._times(out, times)
+        for name in SENSOR_FIELDS:
+            self._doubles(out, fields[name])
         return bytes(out)

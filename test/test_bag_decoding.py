@@ -8,6 +8,7 @@ gatherer at once against the same messages added one at a time (drops and resets
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from inertial_id.bags import (
     joint_state_message,
     wrench_message,
 )
-from inertial_id.cdr import CdrDecoder, CdrEncoder, stamp_parts
+from inertial_id.cdr import SENSOR_FIELDS, CdrDecoder, CdrEncoder, stamp_array, stamp_parts
 from inertial_id.core.errors import SampleError
 from inertial_id.core.gathering import (
     OUT_OF_ORDER,
@@ -31,6 +32,7 @@ from inertial_id.core.gathering import (
     WrenchSample,
 )
 from inertial_id.core.simulation import bundled_urdf_path
+from inertial_id.core.synchronizer import SyncedSamples
 
 NAMES = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12)
 FLOATS = st.floats(allow_nan=False, allow_infinity=False, width=64)
@@ -195,3 +197,105 @@ def test_encoded_wrench_round_trips(stamp: float, frame: str, values: list[float
     assert sample.frame_id == frame
     np.testing.assert_array_equal(sample.wrench, values)
     assert sample.stamp == pytest.approx(stamp, abs=1e-9 * max(1.0, stamp) + 1e-9)
+
+
+# --- the pipeline's batches ----------------------------------------------------------------
+
+def _batch_typestore() -> object:
+    """rosbags' typestore with the package's JointSamples and SensorSamples."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    msg_dir = Path(__file__).resolve().parents[1] / "msg"
+    for name in ("JointSamples", "SensorSamples"):
+        store.register(get_types_from_msg((msg_dir / f"{name}.msg").read_text(),
+                                          f"inertial_id/msg/{name}"))
+    return store
+
+
+BATCH_TYPES = _batch_typestore()
+
+
+def _rosbags_time(stamp: float) -> object:
+    sec, nanosec = stamp_parts(stamp)
+    return BATCH_TYPES.types["builtin_interfaces/msg/Time"](sec=sec, nanosec=nanosec)
+
+
+def _rosbags_header(stamp: float, frame: str) -> object:
+    return BATCH_TYPES.types["std_msgs/msg/Header"](stamp=_rosbags_time(stamp), frame_id=frame)
+
+
+def _batch(data: st.DataObject, n: int) -> SyncedSamples:
+    size = data.draw(st.integers(1, 12))
+    times = np.sort(np.array(data.draw(st.lists(STAMPS, min_size=size, max_size=size))))
+    return SyncedSamples(times, *(_arrays(data.draw, size * width).reshape(size, width)
+                                  for width in (n, n, n, 6, 6)))
+
+
+@given(st.data())
+@settings(max_examples=100, deadline=None)
+def test_joint_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObject) -> None:
+    from rclpy.serialization import deserialize_message
+
+    from inertial_id.msg import JointSamples
+
+    names = data.draw(st.lists(NAMES, max_size=8))
+    frame = data.draw(NAMES)
+    batch = _batch(data, len(names))
+    raw = CdrEncoder().joint_samples(batch, names, frame)
+    expected = BATCH_TYPES.types["inertial_id/msg/JointSamples"](
+        header=_rosbags_header(batch.times[-1], frame), joint_names=names,
+        stamps=[_rosbags_time(t) for t in batch.times],
+        position=batch.position.ravel(), velocity=batch.velocity.ravel(),
+        acceleration=batch.acceleration.ravel(), wrench=batch.wrench.ravel(),
+        wrench_raw=batch.wrench_raw.ravel())
+    assert raw == bytes(BATCH_TYPES.serialize_cdr(expected, "inertial_id/msg/JointSamples"))
+    decoded, decoded_names, decoded_frame = CdrDecoder().joint_samples(raw)
+    assert (list(decoded_names), decoded_frame) == (names, frame)
+    ros = deserialize_message(raw, JointSamples)
+    np.testing.assert_array_equal(decoded.times,
+                                  [s.sec + 1e-9 * s.nanosec for s in ros.stamps])
+    for field in ("position", "velocity", "acceleration", "wrench", "wrench_raw"):
+        np.testing.assert_array_equal(getattr(decoded, field), getattr(batch, field))
+        np.testing.assert_array_equal(np.asarray(getattr(ros, field)),
+                                      getattr(batch, field).ravel())
+
+
+@given(st.data())
+@settings(max_examples=100, deadline=None)
+def test_sensor_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObject) -> None:
+    frame = data.draw(NAMES)
+    batch = _batch(data, 6)
+    fields = dict(zip(SENSOR_FIELDS, (batch.position, batch.velocity, batch.wrench,
+                                      batch.wrench_raw), strict=True))
+    raw = CdrEncoder().sensor_samples(batch.times, frame, **fields)
+    expected = BATCH_TYPES.types["inertial_id/msg/SensorSamples"](
+        header=_rosbags_header(batch.times[-1], frame),
+        stamps=[_rosbags_time(t) for t in batch.times],
+        **{name: values.ravel() for name, values in fields.items()})
+    assert raw == bytes(BATCH_TYPES.serialize_cdr(expected, "inertial_id/msg/SensorSamples"))
+    samples, decoded_frame = CdrDecoder().sensor_samples(raw)
+    assert decoded_frame == frame
+    np.testing.assert_array_equal(
+        samples["times"], [s + 1e-9 * ns for s, ns in map(stamp_parts, batch.times)])
+    for name, values in fields.items():
+        np.testing.assert_array_equal(samples[name], values)
+
+
+@given(st.lists(STAMPS, max_size=20))
+@settings(max_examples=300, deadline=None)
+def test_stamp_array_matches_stamp_parts(times: list[float]) -> None:
+    parts = stamp_array(times)
+    assert [(int(p["sec"]), int(p["nanosec"])) for p in parts] == [stamp_parts(t) for t in times]
+
+
+def test_truncated_or_inconsistent_batches_raise() -> None:
+    batch = SyncedSamples(np.array([1.0, 2.0]), *(np.ones((2, w)) for w in (3, 3, 3, 6, 6)))
+    raw = CdrEncoder().joint_samples(batch, ["a", "b", "c"], "ft")
+    for cut in (len(raw) - 8, 40, 20):
+        with pytest.raises((ValueError, struct.error)):
+            CdrDecoder().joint_samples(raw[:cut])
+    # Two joint names for three columns: the rows do not add up.
+    wrong = CdrEncoder().joint_samples(batch, ["a", "b"], "ft")
+    with pytest.raises(ValueError, match="samples of 2"):
+        CdrDecoder().joint_samples(wrong)

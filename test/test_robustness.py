@@ -28,9 +28,11 @@ from geometry_msgs.msg import WrenchStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
+from std_msgs.msg import Header, String
 
+from inertial_id.cdr import CdrEncoder
 from inertial_id.core.errors import InertialIdError, SolverError
 from inertial_id.core.gathering import Gathering
 from inertial_id.core.kinematics import SensorKinematics
@@ -48,7 +50,7 @@ from inertial_id.core.simulation import (
 from inertial_id.core.synchronizer import SyncedSamples
 from inertial_id.msg import InertialParameters, JointSamples, SensorSamples
 from inertial_id.nodes.common import latched_qos, pipeline_qos, sensor_qos, to_seconds, to_stamp
-from inertial_id.nodes.conversions import array_to_wrench, sensor_samples_to_msg
+from inertial_id.nodes.conversions import array_to_wrench
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.solver import Solver
@@ -99,16 +101,19 @@ class Recording:
             yield kind, k
 
     def sensor_batches(self, batch: int = 50) -> Iterator[SensorSamples]:
-        """The exact sensor-frame samples (no filter) as SensorSamples messages."""
+        """The exact sensor-frame samples (no filter) as SensorSamples message objects, which
+        rclpy serialises itself (the nodes publish bytes of their own encoder)."""
         q, qd, qdd = self.trajectory(self.wrench_t)
         twist, proper = self.kinematics.compute(q, qd, qdd)
         for k in range(0, self.wrench_t.size, batch):
             s = slice(k, k + batch)
-            n = self.wrench_t[s].size
-            samples = SyncedSamples(START + self.wrench_t[s], q[s], qd[s], qdd[s],
-                                    self.wrench[s], self.wrench[s])
-            assert len(samples) == n
-            yield sensor_samples_to_msg(samples, twist[s], proper[s], FRAME)
+            times = START + self.wrench_t[s]
+            yield SensorSamples(
+                header=Header(stamp=to_stamp(float(times[-1])), frame_id=FRAME),
+                stamps=[to_stamp(float(t)) for t in times],
+                twist=twist[s].ravel().tolist(), proper_acceleration=proper[s].ravel().tolist(),
+                wrench=self.wrench[s].ravel().tolist(),
+                wrench_raw=self.wrench[s].ravel().tolist())
 
 
 def is_consistent(msg: InertialParameters) -> bool:
@@ -815,7 +820,11 @@ def test_the_solver_drops_malformed_batches() -> None:
         short.twist = short.twist[:-6]
         nan = batches[1]
         nan.wrench = [float("nan")] * len(nan.wrench)
-        for msg in itertools.chain([short, nan], batches[2:]):
+        # Bytes that are not a whole SensorSamples: cut short, and junk after a valid
+        # encapsulation header. The complete batch follows them.
+        truncated = serialize_message(batches[2])[:-10]
+        junk = b"\x00\x01\x00\x00" + bytes(range(40))
+        for msg in itertools.chain([short, nan, truncated, junk], batches[2:]):
             h.sensor_pub.publish(msg)
             h.spin(0.01)
         solver = h.nodes["solver"]
@@ -827,3 +836,22 @@ def test_the_solver_drops_malformed_batches() -> None:
         h.fresh_diagnostics()
         h.assert_nothing_inconsistent()
         assert abs(estimate.mass - TRUE_MASS) < 0.02 * TRUE_MASS
+
+
+def test_kinematics_drops_malformed_bytes_and_keeps_going(data: Recording) -> None:
+    batch = SyncedSamples(START + data.joint_t[:20], data.position[:20], data.velocity[:20],
+                          np.zeros((20, len(data.joint_names))), data.wrench[:20],
+                          data.wrench[:20])
+    good = CdrEncoder().joint_samples(batch, data.joint_names, FRAME)
+    with harness(nodes=("kinematics",)) as h:
+        publisher = h.node.create_publisher(JointSamples, "joint_samples", pipeline_qos())
+        h.spin(0.3)
+        for raw in (good[:-9], b"\x00\x01\x00\x00" + bytes(range(60)), good):
+            publisher.publish(raw)
+            h.spin(0.05)
+        kinematics = h.nodes["kinematics"]
+        assert h.spin(5.0, lambda: kinematics.samples_out >= 20)
+        assert (kinematics.samples_in, kinematics.samples_out) == (20, 20)
+        h.fresh_diagnostics()
+        sent = h.probe.sensor_samples[-1]
+        np.testing.assert_array_equal(sent.wrench, data.wrench[:20].ravel())

@@ -3,77 +3,60 @@
 from __future__ import annotations
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Inertia, InertiaStamped, Vector3, Wrench
 from numpy.typing import NDArray
+from rclpy.serialization import deserialize_message
 from std_msgs.msg import Header
 
+from inertial_id.cdr import SENSOR_FIELDS, CdrDecoder
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
 from inertial_id.core.synchronizer import SyncedSamples
 from inertial_id.msg import InertialParameters, JointSamples, SensorSamples
-from inertial_id.nodes.common import to_seconds, to_stamp
+from inertial_id.nodes.common import to_seconds
 
 
 def _rows(values: object, width: int) -> NDArray[np.float64]:
     return np.asarray(values, dtype=float).reshape(-1, width)
 
 
-def joint_samples_to_msg(
-    batch: SyncedSamples, joint_names: list[str], frame_id: str
-) -> JointSamples:
-    """Pack a synchronised batch; the header stamp is the last sample's."""
-    msg = JointSamples()
-    msg.header = Header(stamp=to_stamp(float(batch.times[-1])), frame_id=frame_id)
-    msg.joint_names = list(joint_names)
-    msg.stamps = [to_stamp(float(t)) for t in batch.times]
-    msg.position = batch.position.ravel().tolist()
-    msg.velocity = batch.velocity.ravel().tolist()
-    msg.acceleration = batch.acceleration.ravel().tolist()
-    msg.wrench = batch.wrench.ravel().tolist()
-    msg.wrench_raw = batch.wrench_raw.ravel().tolist()
-    return msg
+def _times(stamps: list[Time]) -> NDArray[np.float64]:
+    return np.array([to_seconds(s) for s in stamps])
 
 
-def joint_samples_from_msg(msg: JointSamples) -> SyncedSamples:
-    """Unpack a :class:`JointSamples` batch (joints in the message's order)."""
+def joint_samples_from_bytes(raw: bytes, decoder: CdrDecoder
+                             ) -> tuple[SyncedSamples, tuple[str, ...], str]:
+    """A serialised :class:`JointSamples`: the batch (joints in the message's order), the joint
+    names and the frame id. Plain little-endian CDR is read by ``decoder``; any other
+    encoding goes through rclpy. Malformed bytes raise ``ValueError`` or ``struct.error``."""
+    if CdrDecoder.little_endian_cdr(raw):
+        return decoder.joint_samples(raw)
+    msg = deserialize_message(raw, JointSamples)
     n = len(msg.joint_names)
-    return SyncedSamples(
-        times=np.array([to_seconds(s) for s in msg.stamps]),
+    batch = SyncedSamples(
+        times=_times(msg.stamps),
         position=_rows(msg.position, n),
         velocity=_rows(msg.velocity, n),
         acceleration=_rows(msg.acceleration, n),
         wrench=_rows(msg.wrench, 6),
         wrench_raw=_rows(msg.wrench_raw, 6),
     )
+    return batch, tuple(msg.joint_names), msg.header.frame_id
 
 
-def sensor_samples_to_msg(
-    batch: SyncedSamples,
-    twist: NDArray[np.float64],
-    proper_acceleration: NDArray[np.float64],
-    frame_id: str,
-) -> SensorSamples:
-    """Pack sensor-frame samples of a batch; the header stamp is the last sample's."""
-    msg = SensorSamples()
-    msg.header = Header(stamp=to_stamp(float(batch.times[-1])), frame_id=frame_id)
-    msg.stamps = [to_stamp(float(t)) for t in batch.times]
-    msg.twist = twist.ravel().tolist()
-    msg.proper_acceleration = proper_acceleration.ravel().tolist()
-    msg.wrench = batch.wrench.ravel().tolist()
-    msg.wrench_raw = batch.wrench_raw.ravel().tolist()
-    return msg
-
-
-def sensor_samples_from_msg(msg: SensorSamples) -> dict[str, NDArray[np.float64]]:
-    """``times`` (N,) and ``twist``, ``proper_acceleration``, ``wrench``, ``wrench_raw``
-    (N, 6): the keyword arguments of :meth:`OnlineEstimator.add`."""
-    return {
-        "times": np.array([to_seconds(s) for s in msg.stamps]),
-        "twist": _rows(msg.twist, 6),
-        "proper_acceleration": _rows(msg.proper_acceleration, 6),
-        "wrench": _rows(msg.wrench, 6),
-        "wrench_raw": _rows(msg.wrench_raw, 6),
-    }
+def sensor_samples_from_bytes(raw: bytes, decoder: CdrDecoder
+                              ) -> tuple[dict[str, NDArray[np.float64]], str]:
+    """A serialised :class:`SensorSamples`: ``times`` (N,) and the (N, 6) arrays named in
+    :data:`~inertial_id.cdr.SENSOR_FIELDS` (the keyword arguments of
+    :meth:`OnlineEstimator.add`), and the frame id; decoded as
+    :func:`joint_samples_from_bytes` does."""
+    if CdrDecoder.little_endian_cdr(raw):
+        return decoder.sensor_samples(raw)
+    msg = deserialize_message(raw, SensorSamples)
+    samples = {"times": _times(msg.stamps)}
+    samples.update({name: _rows(getattr(msg, name), 6) for name in SENSOR_FIELDS})
+    return samples, msg.header.frame_id
 
 
 def body_to_msg(body: BodyParameters, header: Header) -> InertialParameters:

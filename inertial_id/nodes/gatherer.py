@@ -5,8 +5,9 @@ WrenchStamped); publishes ``joint_samples`` (inertial_id/JointSamples): batches 
 samples with the URDF joints' positions, velocities and accelerations at the same stamps,
 from a fixed-lag Savitzky-Golay filter applied alike to both signals
 (:class:`~inertial_id.core.synchronizer.FixedLagSynchronizer`). The two high-rate inputs are
-taken serialised and decoded by :class:`~inertial_id.cdr.CdrDecoder`, which costs a fraction
-of rclpy's message conversion.
+taken serialised and decoded by :class:`~inertial_id.cdr.CdrDecoder`, and the batches are
+published serialised by :class:`~inertial_id.cdr.CdrEncoder`, which costs a fraction of
+rclpy's message conversion.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from rclpy.node import Node
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 
-from inertial_id.cdr import CdrDecoder
+from inertial_id.cdr import CdrDecoder, CdrEncoder
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.gathering import Gathering, JointStateSample, WrenchSample
 from inertial_id.msg import JointSamples
@@ -35,7 +36,7 @@ from inertial_id.nodes.common import (
     sensor_qos,
     to_seconds,
 )
-from inertial_id.nodes.conversions import joint_samples_to_msg, wrench_to_array
+from inertial_id.nodes.conversions import wrench_to_array
 from inertial_id.settings import GATHERER_PARAMS, gatherer_settings
 
 
@@ -53,7 +54,7 @@ class Gatherer(Node):
         self.published = 0
         self.diagnostics = Diagnostics(self, "synchronisation", self.status)
         self.publisher = self.create_publisher(JointSamples, "joint_samples", pipeline_qos())
-        self.decoder = CdrDecoder()
+        self.decoder, self.encoder = CdrDecoder(), CdrEncoder()
         qos = sensor_qos(values["queue_depth"])
         self.create_subscription(JointState, "joint_states", self.on_joint_state, qos, raw=True)
         self.create_subscription(WrenchStamped, "wrench", self.on_wrench, qos, raw=True)
@@ -127,8 +128,7 @@ class Gatherer(Node):
         self.published += len(batch)
         if len(batch):
             self.publisher.publish(
-                joint_samples_to_msg(batch, self.gathering.joint_names, self.frame_id)
-            )
+                self.encoder.joint_samples(batch, self.gathering.joint_names, self.frame_id))
 
 
 def main(args: list[str] | None = None) -> int:

@@ -3,14 +3,18 @@
 Subscribes ``joint_samples`` (inertial_id/JointSamples from the gatherer); publishes
 ``sensor_samples`` (inertial_id/SensorSamples): for each sample the sensor frame's body twist
 and proper acceleration (spatial acceleration minus gravity, sensor frame) computed with
-pinocchio from the URDF, and the measured wrench, unchanged.
+pinocchio from the URDF, and the measured wrench, unchanged. Both batches travel serialised
+(:mod:`inertial_id.cdr`): rclpy's conversion of their arrays cost more than the kinematics.
 """
 
 from __future__ import annotations
 
+import struct
+
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.node import Node
 
+from inertial_id.cdr import CdrDecoder, CdrEncoder
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.kinematics import JointMapper, SensorKinematics
 from inertial_id.msg import JointSamples, SensorSamples
@@ -22,7 +26,7 @@ from inertial_id.nodes.common import (
     pipeline_qos,
     run,
 )
-from inertial_id.nodes.conversions import joint_samples_from_msg, sensor_samples_to_msg
+from inertial_id.nodes.conversions import joint_samples_from_bytes
 from inertial_id.settings import KINEMATICS_PARAMS, kinematics_settings
 
 
@@ -40,7 +44,9 @@ class Kinematics(Node):
         self.samples_in = self.samples_out = self.dropped = 0
         Diagnostics(self, "sensor kinematics", self.status)
         self.publisher = self.create_publisher(SensorSamples, "sensor_samples", pipeline_qos())
-        self.create_subscription(JointSamples, "joint_samples", self.on_samples, pipeline_qos())
+        self.decoder, self.encoder = CdrDecoder(), CdrEncoder()
+        self.create_subscription(JointSamples, "joint_samples", self.on_samples, pipeline_qos(),
+                                 raw=True)
         self.description = RobotDescription(self, values, self.configure)
 
     def configure(self, urdf: str) -> None:
@@ -60,28 +66,35 @@ class Kinematics(Node):
             return DiagnosticStatus.WARN, "no joint samples", values
         return DiagnosticStatus.OK, f"sensor frame {self.sensor_frame}", values
 
-    def on_samples(self, msg: JointSamples) -> None:
+    def on_samples(self, raw: bytes) -> None:
         self.input.tick()
-        self.samples_in += len(msg.stamps)
-        if self.model is None or self.mapper is None or not msg.stamps:
+        try:
+            batch, names, frame_id = joint_samples_from_bytes(raw, self.decoder)
+        except (ValueError, struct.error) as exc:
+            self.get_logger().warning(f"malformed joint samples dropped: {exc}",
+                                      throttle_duration_sec=2.0)
+            return
+        self.samples_in += len(batch)
+        if self.model is None or self.mapper is None or not len(batch):
             return
         try:
-            batch = joint_samples_from_msg(msg)
-            order = self.mapper.indices(msg.joint_names)
+            order = self.mapper.indices(names)
             twist, proper = self.model.compute(
                 batch.position[:, order], batch.velocity[:, order], batch.acceleration[:, order]
             )
         except (InertialIdError, ValueError) as exc:
-            self.dropped += len(msg.stamps)
+            self.dropped += len(batch)
             self.get_logger().warning(f"joint samples dropped: {exc}", throttle_duration_sec=2.0)
             return
-        if msg.header.frame_id not in ("", self.sensor_frame):
+        if frame_id not in ("", self.sensor_frame):
             self.get_logger().warning(
-                f"wrench frame {msg.header.frame_id!r} is not sensor_frame "
+                f"wrench frame {frame_id!r} is not sensor_frame "
                 f"{self.sensor_frame!r}: the wrench must be expressed in the sensor frame",
                 throttle_duration_sec=10.0,
             )
-        self.publisher.publish(sensor_samples_to_msg(batch, twist, proper, self.sensor_frame))
+        self.publisher.publish(self.encoder.sensor_samples(
+            batch.times, self.sensor_frame, twist=twist, proper_acceleration=proper,
+            wrench=batch.wrench, wrench_raw=batch.wrench_raw))
         self.samples_out += len(batch)
 
 

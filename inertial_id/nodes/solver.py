@@ -16,6 +16,7 @@ With ``mode: links`` it identifies the robot's links from joint torques instead
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from collections.abc import Callable
 
@@ -26,6 +27,7 @@ from rclpy.node import Node
 from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
+from inertial_id.cdr import CdrDecoder
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.online import OnlineEstimator, StepResult
 from inertial_id.msg import ContactAnomaly, InertialParameters, SensorSamples
@@ -34,7 +36,7 @@ from inertial_id.nodes.conversions import (
     array_to_wrench,
     body_to_inertia_stamped,
     estimate_to_msg,
-    sensor_samples_from_msg,
+    sensor_samples_from_bytes,
 )
 from inertial_id.nodes.links import LinksMode
 from inertial_id.settings import SOLVER_PARAMS, online_config
@@ -68,7 +70,9 @@ class Solver(Node):
         self.external_pub = self.create_publisher(WrenchStamped, "~/external_wrench", 100)
         self.diagnostics = Diagnostics(self, "payload estimate", self.diagnostic_status,
                                        period=1.0 / rate)
-        self.create_subscription(SensorSamples, "sensor_samples", self.on_samples, pipeline_qos())
+        self.decoder = CdrDecoder()
+        self.create_subscription(SensorSamples, "sensor_samples", self.on_samples, pipeline_qos(),
+                                 raw=True)
         self.create_timer(1.0 / rate, self.solve_and_publish)
         for name, action in (("reset", self.online.reset), ("tare", self.online.tare),
                              ("freeze", self._freeze), ("resume", self._resume)):
@@ -92,20 +96,20 @@ class Solver(Node):
 
         return handle
 
-    def on_samples(self, msg: SensorSamples) -> None:
-        if not msg.stamps:
-            return
+    def on_samples(self, raw: bytes) -> None:
         try:
-            samples = sensor_samples_from_msg(msg)
+            samples, frame_id = sensor_samples_from_bytes(raw, self.decoder)
+            if not samples["times"].size:
+                return
             step = self.online.add(**samples)
-        except (InertialIdError, ValueError) as exc:
+        except (InertialIdError, ValueError, struct.error) as exc:
             self.get_logger().warning(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
             return
         now = self.get_clock().now().nanoseconds * 1e-9
         self.latencies.extend(now - samples["times"])
-        self.samples_received += len(msg.stamps)
-        self.frame_id = self.diagnostics.hardware_id = msg.header.frame_id
-        self.last_stamp = msg.header.stamp
+        self.samples_received += samples["times"].size
+        self.frame_id = self.diagnostics.hardware_id = frame_id
+        self.last_stamp = to_stamp(float(samples["times"][-1]))
         for event in step.events:
             self.get_logger().info(f"{event} at t = {step.times[-1]:.3f} s")
         if self.online.estimate is not None:
