@@ -16,6 +16,7 @@ from inertial_id.core.parameters import BodyParameters, to_pinocchio_order
 from inertial_id.core.regressor import (
     PAYLOAD_ON_SENSOR,
     SENSOR_ON_PAYLOAD,
+    cross,
     measurement_matrix,
     predicted_wrench,
     regressor,
@@ -289,3 +290,15 @@ def test_predicted_wrench_is_the_regressor_times_pi(seed, batch, sign):
     expected = sign * regressor(v, a) @ pi + offset
     np.testing.assert_allclose(predicted_wrench(pi, v, a, offset, sign), expected,
                                rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+
+
+@given(st.integers(0, 6), st.data())
+@settings(max_examples=100, deadline=None)
+def test_cross_is_numpy_cross_bit_for_bit(batch: int, data: st.DataObject) -> None:
+    finite = st.floats(-1e6, 1e6, allow_nan=False)
+    a = np.array(data.draw(st.lists(finite, min_size=3 * batch, max_size=3 * batch)))
+    b = np.array(data.draw(st.lists(finite, min_size=3, max_size=3)))
+    a = a.reshape(batch, 3)
+    np.testing.assert_array_equal(cross(a, b), np.cross(a, b))
+    np.testing.assert_array_equal(cross(b, a), np.cross(b, a))
+    np.testing.assert_array_equal(cross(a, a[::-1]), np.cross(a, a[::-1]))

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.signals import local_polynomial
-from inertial_id.core.synchronizer import FixedLagSynchronizer, SyncedSamples
+from inertial_id.core.synchronizer import FixedLagSynchronizer, SyncedSamples, _median
 
 T0_MS = 100_000  # stamps start at 100 s; stamps are integer milliseconds / 1000, so a joint
 # stamp and the wrench stamp of the same millisecond are the same float.
@@ -341,3 +341,9 @@ def test_a_gap_in_the_wrench_stream_drops_the_windows_across_it():
     assert not np.any((out.times > 0.2965) & (out.times < 0.5035))
     assert np.any(np.isclose(out.times, 0.295)) and np.any(np.isclose(out.times, 0.505))
     np.testing.assert_allclose(out.wrench[:, 0], out.times, atol=1e-9)
+
+
+@given(st.lists(st.floats(-1e9, 1e9, allow_nan=False), min_size=1, max_size=60))
+@settings(max_examples=200, deadline=None)
+def test_median_is_numpy_median(values: list[float]) -> None:
+    assert _median(np.array(values)) == np.median(values)

@@ -146,7 +146,7 @@ class OnlineEstimator:
         if not (v.shape == a.shape == w.shape == raw.shape == (t.size, 6)):
             raise SampleError(f"batch shapes {t.shape} {v.shape} {a.shape} {w.shape} "
                               f"{raw.shape} differ")
-        if not all(np.all(np.isfinite(x)) for x in (t, v, a, w, raw)):
+        if not all(np.isfinite(x).all() for x in (t, v, a, w, raw)):
             raise SampleError("batch contains NaN or inf")
         events: list[str] = []
         residual = np.zeros_like(w)

@@ -44,7 +44,7 @@ class SufficientStatistics:
         w = np.asarray(weights, dtype=float)
         if a.shape != (b.size, self.n_unknowns) or w.shape != b.shape:
             raise SampleError(f"rows {a.shape}, targets {b.shape}, weights {w.shape} mismatch")
-        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
             raise SampleError("regressor rows or measurements contain NaN or inf")
         aw = a.T * w
         self.information += aw @ a

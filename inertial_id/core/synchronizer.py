@@ -32,6 +32,15 @@ def _plausible(values: NDArray[np.float64]) -> bool:
     return bool(np.abs(values).max() <= MAX_ABS_VALUE)
 
 
+def _median(values: NDArray[np.float64]) -> float:
+    """``numpy.median`` of a non-empty 1-D array, without its per-call overhead."""
+    ordered = np.sort(values)
+    middle = ordered.size // 2
+    if ordered.size % 2:
+        return float(ordered[middle])
+    return float(ordered[middle - 1] + ordered[middle]) / 2.0
+
+
 def _fresh(buffered: _Rows, stamps: NDArray[np.float64]) -> bool:
     """Stamps finite, strictly increasing, and after the newest buffered one."""
     if stamps.size == 0:
@@ -284,8 +293,8 @@ class FixedLagSynchronizer:
     def _wrench_span(self, joint_t: NDArray[np.float64],
                      wrench_t: NDArray[np.float64]) -> _Span:
         """Wrench samples before and after a stamp so both windows span the same time."""
-        joint_period = float(np.median(np.diff(joint_t)))
-        wrench_period = float(np.median(np.diff(wrench_t))) if wrench_t.size > 1 else 0.0
+        joint_period = _median(np.diff(joint_t))
+        wrench_period = _median(np.diff(wrench_t)) if wrench_t.size > 1 else 0.0
         if wrench_period <= 0.0:
             return _Span(self.order, min(self.order, self.lag))
         ratio = joint_period / wrench_period
