@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inertial_id.core.errors import InertialIdError, ModelError, SampleError, SolverError
 from inertial_id.core.links import (
@@ -217,6 +219,91 @@ def test_smooth_coulomb_columns():
     np.testing.assert_allclose(f[1, 1, 4:5], [0])
     with pytest.raises(InertialIdError):
         FrictionModel("symmetric", velocity_threshold=0.0, smooth=True)
+
+
+def test_direction_memory_state_keeps_the_last_motion_direction():
+    """Dahl state: +1 after positive motion then rest, -1 after negative, 0 before any
+    motion; velocity noise inside the dead band leaves it alone; one exact step."""
+    fm = FrictionModel("symmetric", velocity_threshold=0.01, presliding=1e-3,
+                       sample_period=0.01)
+    qd = np.concatenate((np.zeros(5), np.full(20, 0.5), np.zeros(30), np.full(20, -0.5),
+                         np.zeros(30)))
+    z = fm.direction(np.column_stack((qd, -qd)))
+    np.testing.assert_allclose(z[:5], 0.0)
+    np.testing.assert_allclose(z[25:55, 0], 1.0, atol=1e-12)
+    np.testing.assert_allclose(z[25:55, 1], -1.0, atol=1e-12)
+    np.testing.assert_allclose(z[75:, 0], -1.0, atol=1e-12)
+    np.testing.assert_allclose(z[75:, 1], 1.0, atol=1e-12)
+    # First step from 0: displacement 0.5 * 0.01 = 5 x0 -> z = 1 - exp(-5).
+    assert z[5, 0] == pytest.approx(1.0 - np.exp(-5.0))
+    # Noise inside the dead band after positive motion: the state stays +1.
+    noise = np.random.default_rng(0).uniform(-0.009, 0.009, 50)
+    held = fm.direction(np.concatenate((np.full(10, 0.3), noise))[:, None])
+    np.testing.assert_allclose(held[10:, 0], held[9, 0])
+    # The Coulomb column is the state; a slow reversal passes through it continuously.
+    f = fm.regressor(qd[:, None])
+    np.testing.assert_allclose(f[:, 0, 0], z[:, 0])
+    slow = fm.direction(np.linspace(0.05, -0.05, 200)[:, None])[:, 0]
+    assert np.max(np.abs(np.diff(slow))) < 0.4 and slow[-1] < -0.99 and slow[0] > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-1.0, 1.0), min_size=1, max_size=40), st.floats(1e-4, 1e-1))
+def test_direction_memory_follows_the_last_motion(velocities, x0):
+    """Property: z in [-1, 1], held through rest, and after the last run of motion in one
+    direction (displacement D) within 2 exp(-D / x0) of that direction's sign."""
+    v0, dt = 0.05, 0.01
+    fm = FrictionModel("asymmetric", velocity_threshold=v0, presliding=x0, sample_period=dt)
+    qd = np.concatenate((velocities, np.zeros(10)))
+    z = fm.direction(qd[:, None])[:, 0]
+    assert np.all(np.abs(z) <= 1.0)
+    moving = np.flatnonzero(np.abs(qd) > v0)
+    if moving.size == 0:
+        np.testing.assert_array_equal(z, 0.0)
+        return
+    last = moving[-1]
+    np.testing.assert_array_equal(z[last:], z[last])
+    direction = np.sign(qd[last])
+    run = moving[np.cumprod(np.sign(qd[moving[::-1]]) == direction)[::-1].astype(bool)]
+    displacement = np.sum(np.abs(qd[run])) * dt
+    assert abs(direction - z[last]) <= 2.0 * np.exp(-displacement / x0) + 1e-12
+    # The asymmetric columns split the state by its sign: fc+ max(z, 0) + fc- min(z, 0).
+    f = fm.regressor(qd[:, None])
+    np.testing.assert_allclose(f[:, 0, 0] + f[:, 0, 1], z)
+    assert np.all(f[:, 0, 0] >= 0) and np.all(f[:, 0, 1] <= 0)
+
+
+def test_known_friction_with_memory_is_recovered(arm, base):
+    """Efforts with a Coulomb term that holds its direction at rest (time-ordered record):
+    WLS with the same model recovers pi_b and friction exactly; the memoryless model cannot
+    explain the rests; a subset keeps the states of the whole record."""
+    friction = FrictionModel("asymmetric", velocity_threshold=0.01, presliding=2e-3,
+                             sample_period=0.01)
+    count = 240
+    t = np.arange(count) * 0.01
+    rng = np.random.default_rng(11)
+    q, _, _ = arm.random_states(1, 3)
+    # Smooth strokes with rests: sin bursts of random sign per joint, zero between them.
+    phase = np.sin(2 * np.pi * t / 0.8)
+    gate = (np.floor(t / 0.8) % 2 == 0)[:, None]
+    qd = gate * phase[:, None] * rng.uniform(0.5, 1.5, arm.n)
+    qd *= np.where(np.arange(count)[:, None] < count // 2, 1.0, -1.0)
+    qdd = np.gradient(qd, t, axis=0)
+    q = q + np.cumsum(qd, axis=0) * 0.01
+    phi = rng.uniform(0.1, 1.0, len(friction.names(arm.joint_names)))
+    params = perturbed(arm)
+    effort = arm.inverse_dynamics(params, q, qd, qdd)
+    effort += np.einsum("njf,f->nj", friction.regressor(qd, qdd), phi)
+    problem = LinkIdentification(arm, q, qd, qdd, effort, friction, base)
+    estimate = problem.weighted_least_squares()
+    np.testing.assert_allclose(estimate.friction, phi, rtol=1e-5)
+    np.testing.assert_allclose(estimate.base, base.regrouping @ params.ravel(),
+                               rtol=1e-4, atol=1e-5)  # few poses: pi_b less well conditioned
+    assert np.all(problem.rms(estimate) < 1e-6)
+    memoryless = problem.with_friction(FrictionModel("asymmetric", velocity_threshold=0.01))
+    assert np.all(memoryless.rms(memoryless.weighted_least_squares()) > 1e-3)
+    late = np.arange(count) >= count // 2
+    np.testing.assert_array_equal(problem.subset(late).f, problem.f[late])
 
 
 def test_drive_scales_and_inertials_fitted_jointly(arm, base):

@@ -373,6 +373,20 @@ class FrictionModel:
     ``velocity_threshold`` is ``v0`` (rad/s or m/s). With ``smooth`` the sign is
     ``tanh(qd / v0)`` instead of the dead band (``fc+ max(tanh, 0) + fc- min(tanh, 0)`` when
     asymmetric): a continuous Coulomb term, less sensitive to the velocity noise near rest.
+
+    **Direction memory** (``presliding`` ``x0`` > 0, rad or m): the sign is replaced by a
+    state ``z`` in [-1, 1] that keeps the direction of the last motion through rest (a held
+    joint keeps pushing against the friction it last overcame; presliding hysteresis). ``z``
+    follows Dahl's model ``dz/dx = (1 - z sign(dx)) / x0`` in the joint displacement ``x``,
+    integrated exactly per row: with ``d = qd sample_period`` (zero inside the dead band
+    ``|qd| <= v0``, so velocity noise at rest leaves ``z`` alone),
+    ``z[n] = sign(d) - (sign(d) - z[n-1]) exp(-|d| / x0)``, ``z[-1] = 0`` (direction unknown
+    before the first row). A displacement of a few ``x0`` in one direction takes ``z`` to
+    that sign; reversing moves it continuously to the other. Asymmetric:
+    ``fc+ max(z, 0) + fc- min(z, 0)``. The regressor then depends on the history: its
+    ``qd`` rows must be **one record in time order at ``sample_period``** (a subset of a
+    problem keeps the states computed on the whole record, see
+    :meth:`LinkIdentification.subset`). Not combined with ``smooth``.
     """
 
     coulomb: str = "asymmetric"
@@ -381,12 +395,32 @@ class FrictionModel:
     velocity_threshold: float = 1e-3
     armature: bool = False
     smooth: bool = False
+    presliding: float = 0.0
+    sample_period: float = 0.01
 
     def __post_init__(self) -> None:
         if self.coulomb not in COULOMB_MODELS:
             raise InertialIdError(f"unknown Coulomb model {self.coulomb!r}: {COULOMB_MODELS}")
         if self.smooth and not self.velocity_threshold > 0:
             raise InertialIdError("a smooth Coulomb term needs a velocity scale v0 > 0")
+        if self.presliding < 0:
+            raise InertialIdError("the presliding displacement of the memory must be >= 0")
+        if self.presliding > 0 and not self.sample_period > 0:
+            raise InertialIdError("direction memory needs a sample period > 0")
+
+    def direction(self, qd: ArrayLike) -> NDArray[np.float64]:
+        """The direction-memory state ``z`` (N, nv) of velocity rows in time order (see the
+        class docstring); starts from 0."""
+        qd = np.atleast_2d(np.asarray(qd, dtype=float))
+        step = np.where(np.abs(qd) > self.velocity_threshold, qd * self.sample_period, 0.0)
+        sign = np.sign(step)
+        decay = np.exp(-np.abs(step) / self.presliding)
+        z = np.zeros_like(qd)
+        state = np.zeros(qd.shape[1])
+        for n in range(qd.shape[0]):
+            state = sign[n] - (sign[n] - state) * decay[n]
+            z[n] = state
+        return z
 
     @property
     def terms(self) -> list[str]:
@@ -400,11 +434,19 @@ class FrictionModel:
         return [f"{j}.{t}" for j in joints for t in self.terms]
 
     def regressor(self, qd: ArrayLike, qdd: ArrayLike | None = None) -> NDArray[np.float64]:
-        """(N, nv) velocities (and accelerations) -> (N, nv, nv * terms), block-diagonal."""
+        """(N, nv) velocities (and accelerations) -> (N, nv, nv * terms), block-diagonal.
+
+        With direction memory the rows are one record in time order (class docstring)."""
         qd = np.atleast_2d(np.asarray(qd, dtype=float))
         n, nv = qd.shape
-        if self.smooth:
-            sign = np.tanh(qd / self.velocity_threshold)
+        if self.smooth or self.presliding > 0:
+            if self.presliding > 0 and self.coulomb != "none":
+                sign = self.direction(qd)
+                if self.smooth:
+                    moving = np.tanh(qd / self.velocity_threshold)
+                    sign = moving + (1.0 - np.abs(moving)) * sign
+            else:
+                sign = np.tanh(qd / self.velocity_threshold)
             moving_up, moving_down = np.clip(sign, 0.0, None), np.clip(-sign, 0.0, None)
         else:
             moving_up = (qd > self.velocity_threshold).astype(float)
@@ -577,8 +619,9 @@ class LinkIdentification:
 
     def subset(self, index: ArrayLike) -> LinkIdentification:
         """The same problem on the samples ``index`` (integer indices or a boolean mask of
-        length N), e.g. a cross-validation fold: regressors are sliced, not recomputed; the
-        effort scales and options are copied."""
+        length N), e.g. a cross-validation fold: regressors are sliced, not recomputed (a
+        friction state with memory stays the one computed over the whole record); the effort
+        scales and options are copied."""
         rows = np.arange(self.samples)[np.asarray(index)]
         out = copy.copy(self)
         for name in ("effort", "qd", "qdd", "yb", "f", "mask"):
