@@ -10,12 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import rclpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.msg import InertialParameters
-from inertial_id.nodes.common import latched_qos
+from inertial_id.nodes.common import RecentValues, latched_qos
 
 BIN = Path(sys.executable).parent
 
@@ -85,3 +87,19 @@ def test_four_processes_identify_the_payload(pipeline: list[subprocess.Popen[byt
     bias_error = np.abs(np.array(estimate.wrench_offset[:3]) - np.array(truth.wrench_offset[:3]))
     assert bias_error.max() < 0.2
     assert estimate.method == "lmi_sdp"
+
+
+@given(st.integers(1, 50), st.lists(st.lists(st.floats(-1e3, 1e3, allow_nan=False),
+                                             max_size=80), min_size=1, max_size=12))
+@settings(max_examples=200, deadline=None)
+def test_recent_values_hold_the_last_values_of_the_stream(size: int,
+                                                          batches: list[list[float]]) -> None:
+    """The solver's latency window: its percentiles are those of the stream's last values."""
+    recent = RecentValues(size)
+    for batch in batches:
+        recent.extend(np.array(batch))
+    stream = [v for batch in batches for v in batch]
+    assert len(recent) == min(size, len(stream))
+    if stream:
+        q = [0, 17, 50, 99, 100]
+        np.testing.assert_array_equal(recent.percentiles(q), np.percentile(stream[-size:], q))

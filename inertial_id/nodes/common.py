@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -203,6 +204,34 @@ class Diagnostics:
         )
         stamp = self._node.get_clock().now().to_msg()
         self._publisher.publish(DiagnosticArray(header=Header(stamp=stamp), status=[status]))
+
+
+class RecentValues:
+    """The last ``size`` values of a stream in a ring buffer, for percentiles on demand.
+
+    Appending a batch costs one slice copy; ``percentiles`` sorts only when asked (the
+    diagnostics' period), so a 1 kHz stream of latencies costs next to nothing.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._data = np.empty(size)
+        self._written = 0
+
+    def __len__(self) -> int:
+        return min(self._written, self._data.size)
+
+    def extend(self, values: np.ndarray) -> None:
+        """Append a 1-D batch, oldest first."""
+        values = values[-self._data.size :]
+        start = self._written % self._data.size
+        head = min(values.size, self._data.size - start)
+        self._data[start : start + head] = values[:head]
+        self._data[: values.size - head] = values[head:]
+        self._written += values.size
+
+    def percentiles(self, q: Sequence[float]) -> np.ndarray:
+        """``numpy.percentile`` of the values held (at least one)."""
+        return np.percentile(self._data[: len(self)], q)
 
 
 class Silence:

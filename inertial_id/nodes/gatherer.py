@@ -4,7 +4,10 @@ Subscribes ``joint_states`` (sensor_msgs/JointState) and ``wrench`` (geometry_ms
 WrenchStamped); publishes ``joint_samples`` (inertial_id/JointSamples): batches of wrench
 samples with the URDF joints' positions, velocities and accelerations at the same stamps,
 from a fixed-lag Savitzky-Golay filter applied alike to both signals
-(:class:`~inertial_id.core.synchronizer.FixedLagSynchronizer`). The two high-rate inputs are
+(:class:`~inertial_id.core.synchronizer.FixedLagSynchronizer`). A batch leaves as soon as new
+data made samples ready (half a millisecond after the first message of a burst, so that
+messages a driver sends together travel together), at most ``publish_rate`` times a second.
+The two high-rate inputs are
 taken serialised and decoded by :class:`~inertial_id.cdr.CdrDecoder`, and the batches are
 published serialised by :class:`~inertial_id.cdr.CdrEncoder`, which costs a fraction of
 rclpy's message conversion.
@@ -13,11 +16,13 @@ rclpy's message conversion.
 from __future__ import annotations
 
 import struct
+import time
 from collections import Counter
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
@@ -39,6 +44,10 @@ from inertial_id.nodes.common import (
 from inertial_id.nodes.conversions import wrench_to_array
 from inertial_id.settings import GATHERER_PARAMS, gatherer_settings
 
+COALESCE = 0.0005
+"""s a batch waits after the message that armed it, so that messages sent together (a robot
+driver publishing its joint states and wrench in the same cycle) leave in one batch."""
+
 
 class Gatherer(Node):
     """See the module docstring."""
@@ -58,7 +67,13 @@ class Gatherer(Node):
         qos = sensor_qos(values["queue_depth"])
         self.create_subscription(JointState, "joint_states", self.on_joint_state, qos, raw=True)
         self.create_subscription(WrenchStamped, "wrench", self.on_wrench, qos, raw=True)
-        self.create_timer(1.0 / values["publish_rate"], self.publish_ready)
+        # A batch leaves COALESCE after new data arrived, at most publish_rate times a second:
+        # a one-shot timer on the steady clock, armed by the input callbacks.
+        self.min_interval = 1.0 / values["publish_rate"]
+        self.last_publish = -float("inf")
+        self.publish_timer = self.create_timer(self.min_interval, self.publish_ready,
+                                               clock=Clock(clock_type=ClockType.STEADY_TIME),
+                                               autostart=False)
         self.description = RobotDescription(self, values, self.configure)
 
     def configure(self, urdf: str) -> None:
@@ -84,10 +99,20 @@ class Gatherer(Node):
             return DiagnosticStatus.WARN, f"no data on {', '.join(silent)}", values
         return DiagnosticStatus.OK, "synchronising", values
 
+    def schedule(self) -> None:
+        """Arm the batch timer unless it is armed: COALESCE from now, or later if the last
+        batch left less than 1 / publish_rate ago."""
+        if not self.publish_timer.is_canceled():
+            return
+        wait = max(COALESCE, self.last_publish + self.min_interval - time.monotonic())
+        self.publish_timer.timer_period_ns = int(wait * 1e9)
+        self.publish_timer.reset()
+
     def on_joint_state(self, raw: bytes) -> None:
         self.joint_input.tick()
         if self.gathering is None:
             return
+        self.schedule()
         try:
             self.gathering.add(self._joint_state(raw))
         except (InertialIdError, ValueError, struct.error) as exc:
@@ -98,6 +123,7 @@ class Gatherer(Node):
         self.wrench_input.tick()
         if self.gathering is None:
             return
+        self.schedule()
         try:
             msg = self._wrench(raw)
             self.frame_id = self.diagnostics.hardware_id = msg.frame_id
@@ -122,8 +148,11 @@ class Gatherer(Node):
                             wrench_to_array(msg.wrench))
 
     def publish_ready(self) -> None:
+        """The batch timer: publish what is ready (one-shot: the next message re-arms it)."""
+        self.publish_timer.cancel()
         if self.gathering is None:
             return
+        self.last_publish = time.monotonic()
         batch = self.gathering.pop_ready()
         self.published += len(batch)
         if len(batch):

@@ -17,7 +17,6 @@ With ``mode: links`` it identifies the robot's links from joint torques instead
 from __future__ import annotations
 
 import struct
-from collections import deque
 from collections.abc import Callable
 
 import numpy as np
@@ -31,7 +30,14 @@ from inertial_id.cdr import CdrDecoder
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.online import OnlineEstimator, StepResult
 from inertial_id.msg import ContactAnomaly, InertialParameters, SensorSamples
-from inertial_id.nodes.common import Diagnostics, declare_all, pipeline_qos, run, to_stamp
+from inertial_id.nodes.common import (
+    Diagnostics,
+    RecentValues,
+    declare_all,
+    pipeline_qos,
+    run,
+    to_stamp,
+)
 from inertial_id.nodes.conversions import (
     array_to_wrench,
     body_to_inertia_stamped,
@@ -40,6 +46,10 @@ from inertial_id.nodes.conversions import (
 )
 from inertial_id.nodes.links import LinksMode
 from inertial_id.settings import SOLVER_PARAMS, online_config
+
+LATENCY_WINDOW = 20000
+"""Samples whose latency (node clock when used minus wrench stamp) the diagnostics' p50 and
+p99 cover: the last 20 s at 1 kHz."""
 
 
 class Solver(Node):
@@ -61,15 +71,14 @@ class Solver(Node):
         self.last_stamp = None
         self.status = (DiagnosticStatus.WARN, "waiting for samples")
         self.samples_received = 0
-        self.latencies: deque[float] = deque(maxlen=20000)
+        self.latencies = RecentValues(LATENCY_WINDOW)
         self._since_contact_msg = 0
         self._was_in_contact = False
         self.parameters_pub = self.create_publisher(InertialParameters, "~/parameters", 10)
         self.inertia_pub = self.create_publisher(InertiaStamped, "~/inertia", 10)
         self.contact_pub = self.create_publisher(ContactAnomaly, "~/contact", 100)
         self.external_pub = self.create_publisher(WrenchStamped, "~/external_wrench", 100)
-        self.diagnostics = Diagnostics(self, "payload estimate", self.diagnostic_status,
-                                       period=1.0 / rate)
+        self.diagnostics = Diagnostics(self, "payload estimate", self.diagnostic_status)
         self.decoder = CdrDecoder()
         self.create_subscription(SensorSamples, "sensor_samples", self.on_samples, pipeline_qos(),
                                  raw=True)
@@ -170,8 +179,8 @@ class Solver(Node):
                   "contacts": str(len(online.contacts)),
                   "payload_changes": str(len(online.payload_changes)),
                   "t2_threshold": f"{online.monitor.threshold:.3g}"}
-        if self.latencies:
-            p50, p99 = np.percentile(np.asarray(self.latencies), [50, 99]) * 1e3
+        if len(self.latencies):
+            p50, p99 = self.latencies.percentiles([50, 99]) * 1e3
             values.update({"latency_p50_ms": f"{p50:.2f}", "latency_p99_ms": f"{p99:.2f}"})
         if online.estimate is not None:
             e = online.estimate
