@@ -245,6 +245,13 @@ def test_direction_memory_state_keeps_the_last_motion_direction():
     np.testing.assert_allclose(f[:, 0, 0], z[:, 0])
     slow = fm.direction(np.linspace(0.05, -0.05, 200)[:, None])[:, 0]
     assert np.max(np.abs(np.diff(slow))) < 0.4 and slow[-1] < -0.99 and slow[0] > 0
+    # With smooth: tanh(qd / v0) while moving, the memory at rest.
+    both = FrictionModel("symmetric", velocity_threshold=0.01, presliding=1e-3,
+                         sample_period=0.01, smooth=True).regressor(qd[:, None])[:, 0, 0]
+    m = np.tanh(qd / 0.01)
+    np.testing.assert_allclose(both, m + (1 - np.abs(m)) * z[:, 0])
+    np.testing.assert_allclose(both[25:55], 1.0, atol=1e-12)
+    np.testing.assert_allclose(both[75:], -1.0, atol=1e-12)
 
 
 @settings(max_examples=60, deadline=None)

@@ -375,18 +375,20 @@ class FrictionModel:
     asymmetric): a continuous Coulomb term, less sensitive to the velocity noise near rest.
 
     **Direction memory** (``presliding`` ``x0`` > 0, rad or m): the sign is replaced by a
-    state ``z`` in [-1, 1] that keeps the direction of the last motion through rest (a held
-    joint keeps pushing against the friction it last overcame; presliding hysteresis). ``z``
-    follows Dahl's model ``dz/dx = (1 - z sign(dx)) / x0`` in the joint displacement ``x``,
-    integrated exactly per row: with ``d = qd sample_period`` (zero inside the dead band
-    ``|qd| <= v0``, so velocity noise at rest leaves ``z`` alone),
+    state ``z`` in [-1, 1] that keeps the direction of the last motion through rest (the
+    assumption: a held joint keeps the friction level it last overcame; presliding
+    hysteresis). ``z`` follows Dahl's model ``dz/dx = (1 - z sign(dx)) / x0`` in the joint
+    displacement ``x``, integrated exactly per row: with ``d = qd sample_period`` (zero
+    inside the dead band ``|qd| <= v0``, so velocity noise at rest leaves ``z`` alone),
     ``z[n] = sign(d) - (sign(d) - z[n-1]) exp(-|d| / x0)``, ``z[-1] = 0`` (direction unknown
     before the first row). A displacement of a few ``x0`` in one direction takes ``z`` to
     that sign; reversing moves it continuously to the other. Asymmetric:
     ``fc+ max(z, 0) + fc- min(z, 0)``. The regressor then depends on the history: its
     ``qd`` rows must be **one record in time order at ``sample_period``** (a subset of a
     problem keeps the states computed on the whole record, see
-    :meth:`LinkIdentification.subset`). Not combined with ``smooth``.
+    :meth:`LinkIdentification.subset`; :meth:`LinkIdentification.with_friction` recomputes
+    them from its own first row). With ``smooth`` as well the sign is
+    ``m + (1 - |m|) z``, ``m = tanh(qd / v0)``: the tanh while moving, the memory near rest.
     """
 
     coulomb: str = "asymmetric"
