@@ -60,9 +60,9 @@ protocol without the memory candidates.
 Bonnet's rule (base parameters with sigma % > 10 keep their CAD values) is not used for the
 result: with white-noise sigma % it held 40 of the 44 base parameters at CAD, and the
 cross-validated prior weight is the regularisation instead. It is reported as a variant
-(``sdp_bonnet_hold``, coloured sigma %), with WLS, the QP and the SDP with the CAD fit's
-scales (``sdp_cad_scales``). The hyper-parameters chosen on the Savitzky-Golay velocities are
-reused for the driver-velocity comparison.
+(``sdp_bonnet_hold``, coloured sigma %), with WLS, the QP and the SDP with each scale
+refinement not chosen (``sdp_refine_<none|determined|all>``). The hyper-parameters chosen on
+the Savitzky-Golay velocities are reused for the driver-velocity comparison.
 
     python bench/tiago_links.py --json tiago_links.json    # about 2.2 min on 2 cores
 """
