@@ -70,7 +70,7 @@ class Gatherer(Node):
         # A batch leaves COALESCE after new data arrived, at most publish_rate times a second:
         # a one-shot timer on the steady clock, armed by the input callbacks.
         self.min_interval = 1.0 / values["publish_rate"]
-        self.last_publish = -float("inf")
+        self.next_allowed = -float("inf")  # monotonic s
         self.publish_timer = self.create_timer(self.min_interval, self.publish_ready,
                                                clock=Clock(clock_type=ClockType.STEADY_TIME),
                                                autostart=False)
@@ -101,11 +101,18 @@ class Gatherer(Node):
 
     def schedule(self) -> None:
         """Arm the batch timer unless it is armed: COALESCE from now, or later if the last
-        batch left less than 1 / publish_rate ago."""
+        batch was due less than 1 / publish_rate before that.
+
+        The rate limit counts from when the last batch was due, not from when its callback
+        ran: counted from the callback, the timer's own latency would push every batch later
+        than the one before until a driver publishing at ``publish_rate`` waited a whole
+        period."""
         if not self.publish_timer.is_canceled():
             return
-        wait = max(COALESCE, self.last_publish + self.min_interval - time.monotonic())
-        self.publish_timer.timer_period_ns = int(wait * 1e9)
+        now = time.monotonic()
+        due = max(now + COALESCE, self.next_allowed)
+        self.next_allowed = due + self.min_interval
+        self.publish_timer.timer_period_ns = int((due - now) * 1e9)
         self.publish_timer.reset()
 
     def on_joint_state(self, raw: bytes) -> None:
@@ -152,7 +159,6 @@ class Gatherer(Node):
         self.publish_timer.cancel()
         if self.gathering is None:
             return
-        self.last_publish = time.monotonic()
         batch = self.gathering.pop_ready()
         self.published += len(batch)
         if len(batch):
