@@ -49,6 +49,11 @@ COALESCE = 0.0005
 driver publishing its joint states and wrench in the same cycle) leave in one batch."""
 
 
+BURST = 2.0
+"""Batches that may leave in quick succession (the token bucket's depth), so that a driver's
+jitter does not hold a batch back."""
+
+
 class Gatherer(Node):
     """See the module docstring."""
 
@@ -67,11 +72,11 @@ class Gatherer(Node):
         qos = sensor_qos(values["queue_depth"])
         self.create_subscription(JointState, "joint_states", self.on_joint_state, qos, raw=True)
         self.create_subscription(WrenchStamped, "wrench", self.on_wrench, qos, raw=True)
-        # A batch leaves COALESCE after new data arrived, at most publish_rate times a second:
-        # a one-shot timer on the steady clock, armed by the input callbacks.
-        self.min_interval = 1.0 / values["publish_rate"]
-        self.next_allowed = -float("inf")  # monotonic s
-        self.publish_timer = self.create_timer(self.min_interval, self.publish_ready,
+        # A batch leaves COALESCE after new data arrived, at most publish_rate times a second
+        # on average: a one-shot timer on the steady clock, armed by the input callbacks.
+        self.publish_rate = values["publish_rate"]
+        self.tokens, self.tokens_at = BURST, time.monotonic()
+        self.publish_timer = self.create_timer(1.0 / self.publish_rate, self.publish_ready,
                                                clock=Clock(clock_type=ClockType.STEADY_TIME),
                                                autostart=False)
         self.description = RobotDescription(self, values, self.configure)
@@ -99,20 +104,24 @@ class Gatherer(Node):
             return DiagnosticStatus.WARN, f"no data on {', '.join(silent)}", values
         return DiagnosticStatus.OK, "synchronising", values
 
-    def schedule(self) -> None:
-        """Arm the batch timer unless it is armed: COALESCE from now, or later if the last
-        batch was due less than 1 / publish_rate before that.
+    def _refill(self) -> None:
+        """Token bucket: ``publish_rate`` batches per second accrue, at most ``BURST``."""
+        now = time.monotonic()
+        self.tokens = min(BURST, self.tokens + (now - self.tokens_at) * self.publish_rate)
+        self.tokens_at = now
 
-        The rate limit counts from when the last batch was due, not from when its callback
-        ran: counted from the callback, the timer's own latency would push every batch later
-        than the one before until a driver publishing at ``publish_rate`` waited a whole
-        period."""
+    def schedule(self) -> None:
+        """Arm the batch timer unless it is armed: COALESCE from now, or when the bucket
+        holds a batch again.
+
+        A token bucket rather than a minimum interval since the last batch: with a driver
+        publishing at about ``publish_rate``, every late burst would push that interval's
+        grid later for good, until batches waited up to a whole period."""
         if not self.publish_timer.is_canceled():
             return
-        now = time.monotonic()
-        due = max(now + COALESCE, self.next_allowed)
-        self.next_allowed = due + self.min_interval
-        self.publish_timer.timer_period_ns = int((due - now) * 1e9)
+        self._refill()
+        wait = max(COALESCE, (1.0 - self.tokens) / self.publish_rate)
+        self.publish_timer.timer_period_ns = int(wait * 1e9)
         self.publish_timer.reset()
 
     def on_joint_state(self, raw: bytes) -> None:
@@ -157,6 +166,8 @@ class Gatherer(Node):
     def publish_ready(self) -> None:
         """The batch timer: publish what is ready (one-shot: the next message re-arms it)."""
         self.publish_timer.cancel()
+        self._refill()
+        self.tokens -= 1.0
         if self.gathering is None:
             return
         batch = self.gathering.pop_ready()
