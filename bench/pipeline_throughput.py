@@ -24,7 +24,10 @@ batches (the gatherer's default 50 Hz): ``Gathering`` add + pop, ``SensorKinemat
 
 Targets: latency p99 <= 20 ms; kinematics + regressor + accumulate <= 50 us per sample.
 Timings depend on the machine and on whatever else runs on it: on a shared 2-core machine
-expect +-30 % between runs, and read the load average printed with the results.
+expect +-30 % between runs, and read the load average printed with the results. On a virtual
+machine also read the ``steal`` column: the share of CPU time the host gave to others while
+the run wanted it (from ``/proc/stat``); a p99 taken with more than a few % steal measures
+the host, not the pipeline.
 
     python bench/pipeline_throughput.py                        # both phases, 60 s per run
     python bench/pipeline_throughput.py --duration 20 --json out.json
@@ -210,6 +213,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_steal() -> tuple[int, int]:
+    """Steal and total jiffies of all CPUs (``/proc/stat``): the time a virtual machine's
+    CPUs were ready but the host ran something else."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return fields[7], sum(fields)
+
+
 @dataclass
 class Process:
     name: str
@@ -233,6 +243,7 @@ class Run:
     counts: dict[str, Any] = field(default_factory=dict)
     latency: dict[str, Any] = field(default_factory=dict)
     cpu_percent: dict[str, float] = field(default_factory=dict)
+    steal_percent: float = float("nan")
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
@@ -245,7 +256,8 @@ class Run:
             "duration_s": round(self.duration, 2), "dropped": c.get("dropped"),
             "latency_p50_ms": self.latency.get("latency_p50_ms"), "latency_p99_ms": p99,
             "meets_latency_target": p99 is not None and p99 <= LATENCY_TARGET_MS,
-            "cpu_percent": self.cpu_percent, "counts": c, "latency": self.latency,
+            "cpu_percent": self.cpu_percent, "steal_percent": self.steal_percent,
+            "counts": c, "latency": self.latency,
             "notes": self.notes,
         }
 
@@ -392,12 +404,16 @@ def run_pipeline(mode: str, setting: Setting, duration: float, env: dict[str, st
         pids = {name: p.popen.pid for name, p in processes.items()}
         pids["probe"] = os.getpid()
         cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        steal0 = cpu_steal()
         t0 = time.monotonic()
         probe.spin(duration)
         run.duration = time.monotonic() - t0
         cpu1 = {name: cpu_seconds(pid) for name, pid in pids.items()}
         run.cpu_percent = {name: round(100.0 * (cpu1[name] - cpu0[name]) / run.duration, 1)
                            for name in pids}
+        steal1 = cpu_steal()
+        run.steal_percent = round(100.0 * (steal1[0] - steal0[0])
+                                  / max(1, steal1[1] - steal0[1]), 1)
         solver_final = dict(probe.status.get("solver", {}))
         stage = {k: list(v) for k, v in probe.stage.items()}
         # Stop the simulator; the rest drains until the counters stop moving.
@@ -592,7 +608,7 @@ def _label(run: Run) -> str:
 
 def _print_runs(runs: list[Run]) -> None:
     print(f"\n{'run':58} {'sent':>6} {'solver':>6} {'drop':>6} "
-          f"{'p50 ms':>7} {'p99 ms':>7} {'worst':>7}  cpu %")
+          f"{'p50 ms':>7} {'p99 ms':>7} {'worst':>7} {'steal':>6}  cpu %")
     for run in runs:
         c, lat = run.counts, run.latency
         cpu = " ".join(f"{k} {v:.0f}" for k, v in run.cpu_percent.items())
@@ -600,7 +616,8 @@ def _print_runs(runs: list[Run]) -> None:
               f"{c['solver_received']:6d} {c['dropped']:6d} "
               f"{lat.get('latency_p50_ms', float('nan')):7.2f} "
               f"{lat.get('latency_p99_ms', float('nan')):7.2f} "
-              f"{lat.get('latency_p99_worst_window_ms', float('nan')):7.2f}  {cpu}")
+              f"{lat.get('latency_p99_worst_window_ms', float('nan')):7.2f} "
+              f"{run.steal_percent:6.1f}  {cpu}")
     print("\ndrops per stage and latency breakdown")
     for run in runs:
         c, lat = run.counts, run.latency
