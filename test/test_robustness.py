@@ -520,21 +520,31 @@ def test_reordered_joints_give_the_same_estimate(data: Recording) -> None:
         with harness(solver={"contact_detection": False}) as h:
             h.stream(data, 0.0, 3.0, joint=joint)
             h.settle()
-            stamps = np.array([to_seconds(s) for m in h.probe.joint_samples for s in m.stamps])
-            accelerations = np.concatenate([np.reshape(m.acceleration, (len(m.stamps), -1))
-                                            for m in h.probe.joint_samples])
+            joint = _by_stamp(h.probe.joint_samples, "acceleration")
+            sensor = _by_stamp(h.probe.sensor_samples, "proper_acceleration")
             estimate = h.nodes["solver"].online.solve()
             assert estimate is not None
-            results.append((stamps, accelerations, estimate))
+            results.append((joint, sensor, estimate))
             h.assert_nothing_inconsistent()
-    (t1, a1, e1), (t2, a2, e2) = results
-    # Every sample both runs produced is bit-identical. The first few differ in number: how
-    # many wrenches arrive before the first full joint window depends on the order in which
-    # the executor served the two subscriptions.
-    common, i1, i2 = np.intersect1d(t1, t2, return_indices=True)
-    assert common.size >= 0.95 * max(t1.size, t2.size)
-    np.testing.assert_array_equal(a1[i1], a2[i2])
-    assert np.all(np.abs(e2.pi - e1.pi) <= 0.5 * e1.std), (e2.pi - e1.pi, e1.std)
+    (j1, s1, e1), (j2, s2, e2) = results
+    # Every sample both runs produced, at the gatherer's and at the kinematics' output, is
+    # bit-identical. The first few differ in number: how many wrenches arrive before the
+    # first full joint window depends on the order in which the executor served the two
+    # subscriptions, so the estimates agree only statistically.
+    for (t1, a1), (t2, a2) in ((j1, j2), (s1, s2)):
+        common, i1, i2 = np.intersect1d(t1, t2, return_indices=True)
+        assert common.size >= 0.95 * max(t1.size, t2.size)
+        np.testing.assert_array_equal(a1[i1], a2[i2])
+    assert np.all(np.abs(e2.pi - e1.pi) <= e1.std), (e2.pi - e1.pi, e1.std)
+
+
+def _by_stamp(batches: Sequence[JointSamples | SensorSamples],
+              field: str) -> tuple[np.ndarray, np.ndarray]:
+    """Stamps (s) and the rows of one array field of a topic's batches, in arrival order."""
+    stamps = np.array([to_seconds(s) for m in batches for s in m.stamps])
+    rows = np.concatenate([np.reshape(getattr(m, field), (len(m.stamps), -1))
+                           for m in batches])
+    return stamps, rows
 
 
 # ----------------------------------------------------------------------------------------------
