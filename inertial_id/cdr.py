@@ -23,6 +23,9 @@ from inertial_id.core.synchronizer import SyncedSamples
 TIME = np.dtype([("sec", "<i4"), ("nanosec", "<u4")])
 """``builtin_interfaces/Time`` as CDR lays out the elements of a ``Time[]``."""
 
+SENSOR_FIELDS = ("twist", "proper_acceleration", "wrench", "wrench_raw")
+"""The (N, 6) arrays of ``inertial_id/SensorSamples``, in the message's order."""
+
 
 class CdrDecoder:
     """Fast decoding of little-endian CDR ``JointState`` and ``WrenchStamped`` payloads.
@@ -149,10 +152,6 @@ class CdrDecoder:
         return samples, frame_id
 
 
-SENSOR_FIELDS = ("twist", "proper_acceleration", "wrench", "wrench_raw")
-"""The (N, 6) arrays of ``inertial_id/SensorSamples``, in the message's order."""
-
-
 def stamp_parts(seconds: float) -> tuple[int, int]:
     """Seconds to the ``(sec, nanosec)`` of a ``builtin_interfaces/Time``, rounded to 1 ns."""
     sec = int(seconds // 1)
@@ -175,9 +174,10 @@ def stamp_array(seconds: ArrayLike) -> NDArray[np.void]:
 
 
 class CdrEncoder:
-    """Little-endian CDR payloads of ``JointState`` and ``WrenchStamped``, byte for byte what
-    rosbags and rclpy serialise (zero padding), built with ``struct``. rclpy publishes such
-    bytes as they are, which spares a 1 kHz publisher the message objects."""
+    """Little-endian CDR payloads of ``JointState``, ``WrenchStamped``, ``JointSamples`` and
+    ``SensorSamples``, byte for byte what rosbags and rclpy serialise (zero padding), built
+    with ``struct`` and numpy. rclpy publishes such bytes as they are, which spares a 1 kHz
+    publisher the message objects."""
 
     _HEADER = struct.Struct("<4siII")
     _COUNT = struct.Struct("<I")

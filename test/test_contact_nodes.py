@@ -120,7 +120,7 @@ def pipeline_run() -> dict[str, object]:
             """Advance /clock, call the services on schedule, stop after RUN_TIME s of data."""
             processed = 0.0
             if simulator.start is not None and solver.last_stamp is not None:
-                processed = to_seconds(solver.last_stamp) - simulator.start
+                processed = solver.last_stamp - simulator.start
             target = min(time.monotonic() - state["wall"], processed + MAX_LAG)
             while state["sim"] + CLOCK_STEP <= target:
                 state["sim"] += CLOCK_STEP

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Inertia, InertiaStamped, Vector3, Wrench
+from geometry_msgs.msg import Inertia, InertiaStamped, Vector3, Wrench, WrenchStamped
 from numpy.typing import NDArray
 from rclpy.serialization import deserialize_message
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 
 from inertial_id.cdr import SENSOR_FIELDS, CdrDecoder
 from inertial_id.core.estimators import Estimate
+from inertial_id.core.gathering import JointStateSample, WrenchSample
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
 from inertial_id.core.synchronizer import SyncedSamples
 from inertial_id.msg import InertialParameters, JointSamples, SensorSamples
@@ -25,11 +27,32 @@ def _times(stamps: list[Time]) -> NDArray[np.float64]:
     return np.array([to_seconds(s) for s in stamps])
 
 
+def joint_state_from_bytes(raw: bytes, decoder: CdrDecoder) -> JointStateSample:
+    """A serialised ``sensor_msgs/JointState``. Plain little-endian CDR is read by
+    ``decoder``; any other encoding goes through rclpy. Malformed bytes raise ``ValueError``
+    or ``struct.error``."""
+    if CdrDecoder.little_endian_cdr(raw):
+        return decoder.joint_state(raw)
+    msg = deserialize_message(raw, JointState)
+    return JointStateSample(to_seconds(msg.header.stamp), tuple(msg.name),
+                            np.asarray(msg.position, dtype=float),
+                            np.asarray(msg.velocity, dtype=float))
+
+
+def wrench_from_bytes(raw: bytes, decoder: CdrDecoder) -> WrenchSample:
+    """A serialised ``geometry_msgs/WrenchStamped``, decoded as
+    :func:`joint_state_from_bytes` does."""
+    if CdrDecoder.little_endian_cdr(raw):
+        return decoder.wrench(raw)
+    msg = deserialize_message(raw, WrenchStamped)
+    return WrenchSample(to_seconds(msg.header.stamp), msg.header.frame_id,
+                        wrench_to_array(msg.wrench))
+
+
 def joint_samples_from_bytes(raw: bytes, decoder: CdrDecoder
                              ) -> tuple[SyncedSamples, tuple[str, ...], str]:
     """A serialised :class:`JointSamples`: the batch (joints in the message's order), the joint
-    names and the frame id. Plain little-endian CDR is read by ``decoder``; any other
-    encoding goes through rclpy. Malformed bytes raise ``ValueError`` or ``struct.error``."""
+    names and the frame id; decoded as :func:`joint_state_from_bytes` does."""
     if CdrDecoder.little_endian_cdr(raw):
         return decoder.joint_samples(raw)
     msg = deserialize_message(raw, JointSamples)

@@ -19,17 +19,15 @@ import struct
 import time
 from collections import Counter
 
-import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 
 from inertial_id.cdr import CdrDecoder, CdrEncoder
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.gathering import Gathering, JointStateSample, WrenchSample
+from inertial_id.core.gathering import Gathering
 from inertial_id.msg import JointSamples
 from inertial_id.nodes.common import (
     Diagnostics,
@@ -39,9 +37,8 @@ from inertial_id.nodes.common import (
     pipeline_qos,
     run,
     sensor_qos,
-    to_seconds,
 )
-from inertial_id.nodes.conversions import wrench_to_array
+from inertial_id.nodes.conversions import joint_state_from_bytes, wrench_from_bytes
 from inertial_id.settings import GATHERER_PARAMS, gatherer_settings
 
 COALESCE = 0.0005
@@ -130,7 +127,7 @@ class Gatherer(Node):
             return
         self.schedule()
         try:
-            self.gathering.add(self._joint_state(raw))
+            self.gathering.add(joint_state_from_bytes(raw, self.decoder))
         except (InertialIdError, ValueError, struct.error) as exc:
             self.rejected["joint_state_invalid"] += 1
             self.get_logger().warning(f"joint state dropped: {exc}", throttle_duration_sec=2.0)
@@ -141,27 +138,12 @@ class Gatherer(Node):
             return
         self.schedule()
         try:
-            msg = self._wrench(raw)
+            msg = wrench_from_bytes(raw, self.decoder)
             self.frame_id = self.diagnostics.hardware_id = msg.frame_id
             self.gathering.add(msg)
         except (InertialIdError, ValueError, struct.error) as exc:
             self.rejected["wrench_invalid"] += 1
             self.get_logger().warning(f"wrench dropped: {exc}", throttle_duration_sec=2.0)
-
-    def _joint_state(self, raw: bytes) -> JointStateSample:
-        if CdrDecoder.little_endian_cdr(raw):
-            return self.decoder.joint_state(raw)
-        msg = deserialize_message(raw, JointState)
-        return JointStateSample(to_seconds(msg.header.stamp), tuple(msg.name),
-                                np.asarray(msg.position, dtype=float),
-                                np.asarray(msg.velocity, dtype=float))
-
-    def _wrench(self, raw: bytes) -> WrenchSample:
-        if CdrDecoder.little_endian_cdr(raw):
-            return self.decoder.wrench(raw)
-        msg = deserialize_message(raw, WrenchStamped)
-        return WrenchSample(to_seconds(msg.header.stamp), msg.header.frame_id,
-                            wrench_to_array(msg.wrench))
 
     def publish_ready(self) -> None:
         """The batch timer: publish what is ready (one-shot: the next message re-arms it)."""

@@ -68,7 +68,7 @@ class Solver(Node):
         rate = values["publish_rate"]
         self.decimation = max(1, values["contact_decimation"])
         self.frame_id = ""
-        self.last_stamp = None
+        self.last_stamp: float | None = None  # s, stamp of the newest sample used
         self.status = (DiagnosticStatus.WARN, "waiting for samples")
         self.samples_received = 0
         self.latencies = RecentValues(LATENCY_WINDOW)
@@ -118,7 +118,7 @@ class Solver(Node):
         self.latencies.extend(now - samples["times"])
         self.samples_received += samples["times"].size
         self.frame_id = self.diagnostics.hardware_id = frame_id
-        self.last_stamp = to_stamp(float(samples["times"][-1]))
+        self.last_stamp = float(samples["times"][-1])
         for event in step.events:
             self.get_logger().info(f"{event} at t = {step.times[-1]:.3f} s")
         if self.online.estimate is not None:
@@ -154,7 +154,7 @@ class Solver(Node):
         estimate = self.online.estimate
         if estimate is None or not estimate.physically_consistent:
             return
-        header = Header(stamp=self.last_stamp or to_stamp(0.0), frame_id=self.frame_id)
+        header = Header(stamp=to_stamp(self.last_stamp or 0.0), frame_id=self.frame_id)
         self.parameters_pub.publish(estimate_to_msg(estimate, header, self.online.converged))
         self.inertia_pub.publish(body_to_inertia_stamped(estimate.body, header))
 
