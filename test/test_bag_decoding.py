@@ -43,15 +43,20 @@ def _arrays(draw: st.DrawFn, n: int) -> np.ndarray:
     return np.array(draw(st.lists(FLOATS, min_size=n, max_size=n)), dtype=float)
 
 
+def _joint_state(draw: st.DrawFn) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray,
+                                           float]:
+    """Names, positions, velocities, efforts and a stamp; each array is empty or full, which
+    changes the alignment of what follows it."""
+    names = draw(st.lists(NAMES, max_size=9))
+    position, velocity, effort = (_arrays(draw, draw(st.sampled_from([0, len(names)])))
+                                  for _ in range(3))
+    return names, position, velocity, effort, draw(STAMPS)
+
+
 @given(st.data())
 @settings(max_examples=150, deadline=None)
 def test_joint_state_decodes_like_rosbags(data: st.DataObject) -> None:
-    names = data.draw(st.lists(NAMES, max_size=9))
-    n = len(names)
-    # Position or velocity may be empty, which changes the alignment of what follows.
-    position, velocity, effort = (_arrays(data.draw, data.draw(st.sampled_from([0, n])))
-                                  for _ in range(3))
-    stamp = data.draw(STAMPS)
+    names, position, velocity, effort, stamp = _joint_state(data.draw)
     message = joint_state_message(stamp, names, position, velocity)
     message.effort = effort
     message.header.frame_id = data.draw(NAMES)
@@ -170,11 +175,7 @@ def test_encoder_writes_what_rosbags_writes_and_rclpy_reads(data: st.DataObject)
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import JointState
 
-    names = data.draw(st.lists(NAMES, max_size=9))
-    n = len(names)
-    position, velocity, effort = (_arrays(data.draw, data.draw(st.sampled_from([0, n])))
-                                  for _ in range(3))
-    stamp = data.draw(STAMPS)
+    names, position, velocity, effort, stamp = _joint_state(data.draw)
     expected = joint_state_message(stamp, names, position, velocity)
     expected.effort = effort
     raw = CdrEncoder().joint_state(stamp, names, position, velocity, effort)
