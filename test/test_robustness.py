@@ -672,6 +672,17 @@ def test_the_solver_warns_while_it_has_no_samples() -> None:
         assert not h.probe.parameters
 
 
+def test_nodes_on_simulated_time_report_before_the_clock_runs() -> None:
+    """Diagnostics and solves pace on the steady clock: with ``use_sim_time`` and no /clock
+    yet (a bag not started) every node still says what it waits for, every second."""
+    sim = {"use_sim_time": True}
+    with harness(gatherer=sim, kinematics=sim, solver=sim) as h:
+        for _ in range(2):
+            status = h.fresh_diagnostics(timeout=3.0)
+            assert status["gatherer"].message == "no data on joint_states, wrench"
+            assert status["solver"].level == WARN
+
+
 # ----------------------------------------------------------------------------------------------
 # the robot model
 

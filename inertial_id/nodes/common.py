@@ -11,6 +11,7 @@ import rclpy
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.clock import Clock, ClockType
 from rclpy.context import Context
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -21,6 +22,7 @@ from rclpy.qos import (
     QoSProfile,
     ReliabilityPolicy,
 )
+from rclpy.timer import Timer
 from std_msgs.msg import Header, String
 
 from inertial_id.cdr import stamp_parts
@@ -81,6 +83,21 @@ def declare_all(node: Node, params: Sequence[Param]) -> dict[str, Any]:
                         _ARRAY_TYPES[p.array_type] if p.array_type else None)
         for p in params
     }
+
+
+def steady_timer(node: Node, period: float, callback: Callable[[], None],
+                 autostart: bool = True) -> Timer:
+    """A timer on the steady clock: ``period`` seconds of wall time, whatever ``use_sim_time``.
+
+    The nodes' timers pace work (solves, batches, diagnostics), not data: data carry their own
+    header stamps. Timers on the ROS clock are also wrong under simulated time with rclpy's
+    EventsExecutor: while such a timer is due, every ``/clock`` message (1 kHz from a bag
+    player) queues one more dispatch of it, and each dispatch advances it by a period. After
+    a 0.3 s callback the solver's 1 Hz diagnostics fired 11 times in 30 ms and then fell
+    silent for 11 s of bag time. Without ``/clock`` at all they would never fire.
+    """
+    return node.create_timer(period, callback, clock=Clock(clock_type=ClockType.STEADY_TIME),
+                             autostart=autostart)
 
 
 def to_seconds(stamp: Time) -> float:
@@ -193,7 +210,7 @@ class Diagnostics:
         self._status = status
         self.hardware_id = ""
         self._publisher = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        node.create_timer(period, self.publish)
+        steady_timer(node, period, self.publish)
 
     def publish(self) -> None:
         """Publish the current status now."""

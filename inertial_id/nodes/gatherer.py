@@ -21,7 +21,6 @@ from collections import Counter
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
-from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
@@ -37,6 +36,7 @@ from inertial_id.nodes.common import (
     pipeline_qos,
     run,
     sensor_qos,
+    steady_timer,
 )
 from inertial_id.nodes.conversions import joint_state_from_bytes, wrench_from_bytes
 from inertial_id.settings import GATHERER_PARAMS, gatherer_settings
@@ -73,9 +73,8 @@ class Gatherer(Node):
         # on average: a one-shot timer on the steady clock, armed by the input callbacks.
         self.publish_rate = values["publish_rate"]
         self.tokens, self.tokens_at = BURST, time.monotonic()
-        self.publish_timer = self.create_timer(1.0 / self.publish_rate, self.publish_ready,
-                                               clock=Clock(clock_type=ClockType.STEADY_TIME),
-                                               autostart=False)
+        self.publish_timer = steady_timer(self, 1.0 / self.publish_rate, self.publish_ready,
+                                          autostart=False)
         self.description = RobotDescription(self, values, self.configure)
 
     def configure(self, urdf: str) -> None:

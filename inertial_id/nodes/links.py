@@ -43,6 +43,7 @@ from inertial_id.nodes.common import (
     RobotDescription,
     latched_qos,
     sensor_qos,
+    steady_timer,
     to_seconds,
     to_stamp,
 )
@@ -77,7 +78,7 @@ class LinksMode:
         self.diagnostics = Diagnostics(node, "link identification", self.diagnostic_status)
         node.create_subscription(JointState, "joint_states", self.on_joint_state,
                                  sensor_qos(500), raw=True)
-        node.create_timer(float(values["links_solve_period"]), self.solve_and_publish)
+        steady_timer(node, float(values["links_solve_period"]), self.solve_and_publish)
         self.description = RobotDescription(node, dict(values), self.configure)
 
     def configure(self, urdf: str) -> None:

@@ -36,6 +36,7 @@ from inertial_id.nodes.common import (
     declare_all,
     pipeline_qos,
     run,
+    steady_timer,
     to_stamp,
 )
 from inertial_id.nodes.conversions import (
@@ -82,7 +83,7 @@ class Solver(Node):
         self.decoder = CdrDecoder()
         self.create_subscription(SensorSamples, "sensor_samples", self.on_samples, pipeline_qos(),
                                  raw=True)
-        self.create_timer(1.0 / rate, self.solve_and_publish)
+        steady_timer(self, 1.0 / rate, self.solve_and_publish)
         for name, action in (("reset", self.online.reset), ("tare", self.online.tare),
                              ("freeze", self._freeze), ("resume", self._resume)):
             self.create_service(Trigger, f"~/{name}", self._service(name, action))
