@@ -43,6 +43,9 @@ class CdrDecoder:
     _COUNT = struct.Struct("<I")
     _WRENCH = struct.Struct("<6d")
     _MAX_NAMES = 100_000
+    MAX_CACHED_LISTS = 64
+    """Distinct joint name lists remembered; the cache starts over when a stream keeps
+    sending new ones, so memory stays bounded whatever arrives."""
 
     def __init__(self) -> None:
         self._names: dict[bytes, tuple[str, ...]] = {}
@@ -85,14 +88,19 @@ class CdrDecoder:
         for _ in range(count):
             pos = (pos + 3) & -4
             (length,) = self._COUNT.unpack_from(raw, 4 + pos)
-            if length == 0:
-                raise ValueError("a string without its terminating NUL")
-            bounds.append((4 + pos + 4, 4 + pos + 3 + length))
+            end = 4 + pos + 4 + length
+            if length == 0 or end > len(raw) or raw[end - 1] != 0:
+                raise ValueError("a joint name runs past the payload or lacks its NUL")
+            bounds.append((4 + pos + 4, end - 1))
             pos += 4 + length
+        # Only a complete, valid list is cached: a truncated one would be a prefix of the
+        # next valid payload and poison every later decode.
         key = raw[4 + start : 4 + pos]
         names = self._names.get(key)
         if names is None:
             names = tuple(raw[a:b].decode() for a, b in bounds)
+            if len(self._names) >= self.MAX_CACHED_LISTS:
+                self._names.clear()
             self._names[key] = names
         self._last_names = (key, names)
         return names, pos
@@ -212,6 +220,8 @@ class CdrEncoder:
                 encoded += bytes(-len(encoded) % 4)  # the block starts 4-aligned
                 text = name.encode() + b"\x00"
                 encoded += self._COUNT.pack(len(text)) + text
+            if len(self._names) >= CdrDecoder.MAX_CACHED_LISTS:
+                self._names.clear()
             block = self._names[key] = bytes(encoded)
         self._align(out, 4)
         out += block

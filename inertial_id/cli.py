@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -85,6 +86,9 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("--report", type=Path, metavar="DIR",
                         help="write PNG plots and summary.md into this directory")
     replay.add_argument("--no-progress", action="store_true", help="no progress bar")
+    replay.add_argument("--max-dropped", type=float, default=0.01, metavar="SHARE",
+                        help="fail (exit 3) when more than this share of the messages is "
+                             "unusable: bad stamps, values or joints (default 0.01)")
 
 
 def _add_simulate(sub: argparse._SubParsersAction) -> None:
@@ -165,12 +169,23 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from inertial_id.replay import ReplayOptions, replay, summary_lines, write_yaml
+    from inertial_id.replay import (
+        ReplayOptions,
+        check_writable,
+        replay,
+        summary_lines,
+        write_yaml,
+    )
 
+    if args.output:
+        check_writable(args.output)
+    if args.report:
+        check_writable(args.report, directory=True)
     result = replay(ReplayOptions(
         bag=args.bag, params=args.params, urdf=args.urdf, sensor_frame=args.sensor_frame,
         joint_states_topic=args.joint_states_topic, wrench_topic=args.wrench_topic,
         wrench_sign=args.wrench_sign, progress=not args.no_progress,
+        max_dropped=args.max_dropped,
     ))
     print("\n".join(summary_lines(result)))
     if args.output:
@@ -239,8 +254,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InertialIdError as exc:
         print(f"inertial-id {args.command}: error: {exc}", file=sys.stderr)
         return 3
+    except OSError as exc:  # a file the command writes or reads outside the checked paths
+        print(f"inertial-id {args.command}: error: {exc}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # noqa: BLE001 - one line, not a traceback, for any input
+        if os.environ.get("INERTIAL_ID_DEBUG"):
+            raise
+        print(f"inertial-id {args.command}: internal error, please report it with the input "
+              f"(INERTIAL_ID_DEBUG=1 shows the traceback): {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        return 4
 
 
 if __name__ == "__main__":

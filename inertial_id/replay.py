@@ -9,6 +9,7 @@ under simulated time. The result is written as the YAML contract of DESIGN.md.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,13 +27,14 @@ from inertial_id.core.gathering import Gathering, JointStateSample, WrenchSample
 from inertial_id.core.online import OnlineEstimator
 from inertial_id.core.parameters import vector_from_symmetric
 from inertial_id.core.pipeline import PayloadPipeline
+from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE
 from inertial_id.settings import gatherer_settings, kinematics_settings, online_config
 
 PROCESS_PERIOD = 0.1
 """Seconds of bag time between two passes of the pipeline (the gatherer's batches)."""
 MAX_DROPPED_SHARE = 0.01
+"""Default share of messages dropped for their stamps or values above which replay fails."""
 PIPELINE_NODES = ("gatherer", "kinematics", "solver")
-"""Above this share of messages dropped for their stamps or joints, replay fails."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class ReplayOptions:
     wrench_topic: str | None = None
     wrench_sign: str | None = None
     progress: bool = True
+    max_dropped: float = MAX_DROPPED_SHARE
 
 
 @dataclass
@@ -62,6 +65,7 @@ class ReplayResult:
     samples_processed: int
     pipeline: PayloadPipeline
     dropped: dict[str, int] = field(default_factory=dict)
+    ledger: dict[str, Any] = field(default_factory=dict)
 
     def to_yaml(self) -> dict[str, Any]:
         """The replay output contract (DESIGN.md)."""
@@ -80,6 +84,7 @@ class ReplayResult:
             }
         doc["contacts"] = [[round(float(a), 4), round(float(b), 4)] for a, b in self.contacts]
         doc["samples_used"] = self.samples_used
+        doc["ledger"] = self.ledger
         return doc
 
 
@@ -88,8 +93,8 @@ def load_params(path: Path | None) -> dict[str, dict[str, Any]]:
     if path is None:
         return {}
     try:
-        doc = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InertialIdError(f"cannot read parameter file {path}: {exc}") from exc
     if not isinstance(doc, Mapping):
         raise InertialIdError(f"{path}: expected node sections with ros__parameters")
@@ -155,11 +160,35 @@ def build_pipeline(params: dict[str, dict[str, Any]], urdf: str) -> PayloadPipel
 
 @dataclass
 class Fed:
-    """What :func:`feed` saw: the first stamp (s), the wrench frame, drops by reason."""
+    """What :func:`feed` saw: the first stamp (s), the wrench frame, drops by reason (of
+    messages), the count of wrench messages."""
 
     first_stamp: float = 0.0
     frame: str = ""
     dropped: Counter[str] = field(default_factory=Counter)
+    wrenches: int = 0
+
+
+def data_ledger(fed: Fed, pipeline: PayloadPipeline) -> dict[str, Any]:
+    """Where every wrench of the bag went (each wrench is one sample): dropped at the gatherer
+    (by reason), synchronised, then used by the estimate, held, or dropped by the solver (by
+    reason); ``used_share`` = used / wrenches. The counts add up to ``wrenches``."""
+    gatherer = {k: int(v) for k, v in pipeline.gathering.synchronizer.counters.items()
+                if v and (k.startswith("wrench_") or k == "joint_state_gap")}
+    gatherer.update({k: int(v) for k, v in fed.dropped.items()
+                     if k.startswith("wrench") and k not in gatherer})
+    solver = pipeline.online.ledger()
+    return {
+        "wrenches": fed.wrenches,
+        "gatherer_dropped": gatherer,
+        "gatherer_held": int(pipeline.gathering.synchronizer.wrenches_held),
+        "synchronised": int(pipeline.samples),
+        "used": solver["used"],
+        "solver_held": solver["held"],
+        "solver_dropped": {k[len("dropped_"):]: v for k, v in solver.items()
+                           if k.startswith("dropped_") and v},
+        "used_share": round(solver["used"] / fed.wrenches, 4) if fed.wrenches else 0.0,
+    }
 
 
 def feed(messages: Iterable[JointStateSample | WrenchSample], pipeline: PayloadPipeline,
@@ -171,8 +200,9 @@ def feed(messages: Iterable[JointStateSample | WrenchSample], pipeline: PayloadP
     block: list[JointStateSample | WrenchSample] = []
     for message in messages:
         block.append(message)
-        if not fed.frame and isinstance(message, WrenchSample):
-            fed.frame = message.frame_id
+        if isinstance(message, WrenchSample):
+            fed.wrenches += 1
+            fed.frame = fed.frame or message.frame_id
         if message.stamp >= next_process:
             if next_process == -np.inf:
                 fed.first_stamp = block[0].stamp
@@ -188,6 +218,9 @@ def feed(messages: Iterable[JointStateSample | WrenchSample], pipeline: PayloadP
 
 def replay(options: ReplayOptions) -> ReplayResult:
     """Run the pipeline over the bag; raises :class:`InertialIdError` on anything unusable."""
+    if not 0.0 <= options.max_dropped <= 1.0:
+        raise InertialIdError(f"the share of messages allowed to be dropped must be in [0, 1], "
+                              f"got {options.max_dropped}")
     params = load_params(options.params)
     apply_overrides(options, params)
     with BagReader(options.bag, options.joint_states_topic, options.wrench_topic) as bag:
@@ -197,7 +230,8 @@ def replay(options: ReplayOptions) -> ReplayResult:
         fed = feed(bag.messages(), pipeline, PROCESS_PERIOD, bar.update)
         bar.close()
         total = bag.message_count
-    _check_dropped(options.bag, fed.dropped, total)
+    _check_dropped(options.bag, fed.dropped, total, options.max_dropped,
+                   pipeline.gathering.last_error)
     estimate = pipeline.finish()
     if pipeline.samples == 0:
         raise BagError(f"{options.bag}: no synchronised samples: joint states and wrenches "
@@ -214,27 +248,67 @@ def replay(options: ReplayOptions) -> ReplayResult:
         samples_processed=pipeline.samples,
         pipeline=pipeline,
         dropped=dict(fed.dropped),
+        ledger=data_ledger(fed, pipeline),
     )
 
 
-def _check_dropped(bag: Path, dropped: Mapping[str, int], total: int) -> None:
+_STAMP_REASONS = {
+    JUMP: "stamps jumped away from the stream (a glitch, or joint states and wrenches "
+          "stamped by different clocks)",
+    OUT_OF_RANGE: "stamps not finite, negative or beyond what a ROS Time holds",
+    "out_of_order": "stamps out of order or repeated",
+}
+DROP_REASONS = {f"{kind}_{reason}": f"{label} {text}"
+                for kind, label in (("joint_state", "joint state"), ("wrench", "wrench"))
+                for reason, text in _STAMP_REASONS.items()}
+"""What each drop reason of :data:`~inertial_id.core.gathering.STAMP_DROPS` means."""
+
+
+def _check_dropped(bag: Path, dropped: Mapping[str, int], total: int,
+                   max_share: float, errors: Mapping[str, str]) -> None:
     count = sum(dropped.values())
-    if total and count > MAX_DROPPED_SHARE * total:
+    if total and count > max_share * total:
         worst = max(dropped, key=dropped.__getitem__)
-        raise BagError(f"{bag}: {count} of {total} messages unusable, mostly: {worst} "
-                       f"({dropped[worst]} times)")
+        reason = DROP_REASONS.get(worst) or errors.get(worst, worst)
+        raise BagError(f"{bag}: {count} of {total} messages unusable "
+                       f"({100.0 * count / total:.1f} % > {100.0 * max_share:g} %), mostly: "
+                       f"{reason} ({dropped[worst]} times)")
+
+
+def check_writable(path: Path, directory: bool = False) -> None:
+    """Fail before a long replay, not after: ``path`` can be created as a file (or, with
+    ``directory``, as a directory) by this user. Raises :class:`InertialIdError` saying why."""
+    path = Path(path)
+    kind = "directory" if directory else "file"
+    if path.exists() and path.is_dir() != directory:
+        raise InertialIdError(f"{path}: exists and is not a {kind}")
+    parent = path if directory and path.exists() else path.parent
+    existing = parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InertialIdError(f"{path}: cannot create it, {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK) or (
+            path.exists() and not os.access(path, os.W_OK)):
+        raise InertialIdError(f"{path}: not writable")
 
 
 def write_yaml(result: ReplayResult, path: Path) -> None:
     """Write :meth:`ReplayResult.to_yaml` to ``path`` (creating its directory)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(yaml.safe_dump(result.to_yaml(), sort_keys=False))
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(yaml.safe_dump(result.to_yaml(), sort_keys=False))
+    except OSError as exc:
+        raise InertialIdError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def summary_lines(result: ReplayResult) -> list[str]:
     """A short human-readable summary of a replay."""
     e = result.estimate
-    lines = [f"samples processed {result.samples_processed}, used {result.samples_used}"]
+    ledger = result.ledger
+    lines = [f"samples processed {result.samples_processed}, used {result.samples_used}"
+             + (f" ({100.0 * ledger['used_share']:.1f} % of {ledger['wrenches']} wrenches)"
+                if ledger.get("wrenches") else "")]
     if e is None:
         return [*lines, "no estimate (too few samples?)"]
     std = e.std

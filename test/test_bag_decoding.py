@@ -25,11 +25,12 @@ from inertial_id.bags import (
 from inertial_id.cdr import SENSOR_FIELDS, CdrDecoder, CdrEncoder, stamp_array, stamp_parts
 from inertial_id.core.errors import SampleError
 from inertial_id.core.gathering import (
-    OUT_OF_ORDER,
+    STAMP_DROPS,
     GathererSettings,
     Gathering,
     JointStateSample,
     WrenchSample,
+    drop_key,
 )
 from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.core.synchronizer import SyncedSamples
@@ -135,11 +136,16 @@ def _messages(draw: st.DrawFn, joints: list[str]
 def _add_one_at_a_time(gathering: Gathering, messages: list, dropped: dict[str, int]) -> None:
     """The gatherer node's path: one message at a time, drops counted by reason."""
     for message in messages:
+        counts = [gathering.synchronizer.counters[key] for key in STAMP_DROPS]
         try:
             if not gathering.add(message):
-                dropped[OUT_OF_ORDER] = dropped.get(OUT_OF_ORDER, 0) + 1
+                after = [gathering.synchronizer.counters[key] for key in STAMP_DROPS]
+                (reason,) = (k for k, a, b in zip(STAMP_DROPS, counts, after, strict=True)
+                             if b == a + 1)
+                dropped[reason] = dropped.get(reason, 0) + 1
         except SampleError as exc:
-            dropped[str(exc)] = dropped.get(str(exc), 0) + 1
+            key = drop_key(message, exc)
+            dropped[key] = dropped.get(key, 0) + 1
 
 
 @given(st.data())

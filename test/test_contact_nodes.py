@@ -158,7 +158,7 @@ def test_contacts_are_flagged_at_the_injected_times(pipeline_run: dict) -> None:
     assert flagged.size, "no contact flagged"
     # the monitor was trained (T^2 > 0) well before the first push and flagged nothing there
     # (the gatherer's centred Savitzky-Golay window may show a step up to ~30 ms early)
-    trained = t[[m.t2 > 0.0 for m in messages]]
+    trained = t[[m.monitor_trained for m in messages]]
     assert trained.size and trained.min() < CONTACTS[0][0] - 1.0, "monitor not trained in time"
     assert flagged.min() >= CONTACTS[0][0] - 0.03
     for begin, duration, _ in CONTACTS:
@@ -170,7 +170,11 @@ def test_contacts_are_flagged_at_the_injected_times(pipeline_run: dict) -> None:
     assert not outside, f"contacts flagged at {outside}"
     assert [round(i.start - start, 1) for i in pipeline_run["intervals"]] == [8.0, 11.0]
     assert not pipeline_run["payload_changes"]
-    assert all(m.threshold > 0 and m.confidence == pytest.approx(0.999) for m in messages)
+    # before training the message says so instead of carrying an infinite threshold
+    assert all(m.confidence == pytest.approx(0.999) for m in messages)
+    assert all(np.isfinite(m.threshold) and (m.threshold > 0) == m.monitor_trained
+               for m in messages)
+    assert all(m.t2 == 0.0 and not m.contact for m in messages if not m.monitor_trained)
 
 
 def test_external_wrench_is_the_push(pipeline_run: dict) -> None:

@@ -52,6 +52,7 @@ SAMPLES: dict[str, dict] = {
     },
     "ContactAnomaly": {
         "header": _header("tool0_ft"),
+        "monitor_trained": True,
         "t2": 123.456789012345,
         "threshold": 22.457744484825323,
         "confidence": 0.999,

@@ -22,6 +22,7 @@ import yaml
 
 from inertial_id import bags
 from inertial_id.bags import BagError
+from inertial_id.cli import main
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.simulation import Contact, bundled_urdf_path
 from inertial_id.replay import (
@@ -159,7 +160,7 @@ def test_yaml_follows_the_contract(replayed: dict[str, ReplayResult], tmp_path: 
     """DESIGN.md's replay output: keys and their order, list lengths, plain YAML types."""
     result = replayed["mcap"]
     doc = result.to_yaml()
-    assert list(doc) == ["estimate", "contacts", "samples_used"]
+    assert list(doc) == ["estimate", "contacts", "samples_used", "ledger"]
     estimate = doc["estimate"]
     assert list(estimate) == ESTIMATE_KEYS
     assert type(estimate["frame"]) is str and estimate["frame"] == "ft_sensor"
@@ -177,6 +178,20 @@ def test_yaml_follows_the_contract(replayed: dict[str, ReplayResult], tmp_path: 
     path = tmp_path / "out.yaml"
     write_yaml(result, path)
     assert yaml.safe_load(path.read_text()) == doc
+
+
+def test_the_ledger_accounts_for_every_wrench(replayed: dict[str, ReplayResult]) -> None:
+    """Each wrench of the bag is dropped at the gatherer (by reason), still held, or
+    synchronised; each synchronised sample is used, held or dropped by the solver."""
+    for storage, result in replayed.items():
+        ledger = result.ledger
+        assert ledger["wrenches"] == (DURATION if storage == "mcap" else 5.0) * 1000
+        assert (sum(ledger["gatherer_dropped"].values()) + ledger["gatherer_held"]
+                + ledger["synchronised"]) == ledger["wrenches"], ledger
+        assert (ledger["used"] + ledger["solver_held"]
+                + sum(ledger["solver_dropped"].values())) == ledger["synchronised"], ledger
+        assert 0.8 < ledger["used_share"] <= 1.0
+    assert replayed["mcap"].ledger["solver_dropped"]["gated"] >= 0.9 * CONTACT.duration * 1000
 
 
 # --- parameter files and overrides --------------------------------------------------------
@@ -330,12 +345,13 @@ def test_bag_without_a_urdf(tmp_path: Path) -> None:
 
 
 def test_no_overlap_in_time(tmp_path: Path) -> None:
-    """Joint states and wrenches an hour apart: nothing to synchronise."""
+    """Joint states and wrenches an hour apart (two clocks): the wrenches jump away from the
+    stream the joint states set, and the message says so."""
     recording = list(_recording(0.5, wrenches=False))
     shifted = [("/wrench", bags.WRENCH, t + 3600.0, bags.wrench_message(
         t + 3600.0, "ft_sensor", np.ones(6))) for _, _, t, _ in recording[1:]]
     bag = _write(tmp_path / "apart", iter(recording + shifted))
-    with pytest.raises(BagError, match="no synchronised samples"):
+    with pytest.raises(BagError, match="different clocks"):
         replay(ReplayOptions(bag, progress=False))
 
 
@@ -376,7 +392,9 @@ def test_a_few_late_stamps_are_tolerated(tmp_path: Path) -> None:
     bag = _write(tmp_path / "late", _recording(
         2.0, stamp=lambda t, k: t - 0.01 if k % 500 == 250 else t))
     result = replay(ReplayOptions(bag, progress=False))
-    assert 0 < result.dropped.get("stamp out of order", 0) <= 0.01 * 3000
+    late = result.dropped.get("joint_state_out_of_order", 0) + result.dropped.get(
+        "wrench_out_of_order", 0)
+    assert 0 < late <= 0.01 * 3000
 
 
 # --- report -----------------------------------------------------------------------------
@@ -429,3 +447,75 @@ def test_report_of_a_bag_too_short_to_solve(tmp_path: Path) -> None:
     for path in written[:-1]:
         _assert_png(path)
     assert "No estimate" in (tmp_path / "report" / "summary.md").read_text()
+
+
+# --- bad stamps and bad arguments -------------------------------------------------------
+
+GLITCH = (2.0, 2.5)  # s of the recording stamped ten years ahead
+
+
+def _glitched(t: float, k: int) -> float:
+    return t + 10 * 365.25 * 86400.0 if GLITCH[0] <= t < GLITCH[1] else t
+
+
+def test_half_a_second_stamped_decades_ahead_costs_only_that_half_second(
+        tmp_path: Path) -> None:
+    """The glitched messages are dropped and counted; every sample after them is used (the
+    estimator used to wait for time to catch up with the glitch and used none)."""
+    bag = _write(tmp_path / "glitch", _recording(6.0, stamp=_glitched))
+    result = replay(ReplayOptions(bag, progress=False, max_dropped=0.1))
+    ledger = result.ledger
+    assert ledger["gatherer_dropped"]["wrench_stamp_jump"] == 500
+    assert result.dropped["joint_state_stamp_jump"] == 250
+    # besides the glitch: the start-up (no history yet) and the filter windows over its gap
+    assert sum(ledger["gatherer_dropped"].values()) - 500 < 200, ledger
+    assert ledger["used_share"] > 0.87, ledger
+    assert result.pipeline.gathering.synchronizer.counters["stamp_resets"] == 0
+
+
+def test_a_bag_losing_more_than_the_threshold_to_bad_stamps_fails(tmp_path: Path) -> None:
+    bag = _write(tmp_path / "glitch", _recording(6.0, stamp=_glitched))
+    with pytest.raises(BagError, match=r"750 of 9000 messages unusable \(8\.3 % > 1 %\), "
+                       "mostly: wrench stamps jumped"):
+        replay(ReplayOptions(bag, progress=False))
+
+
+def _cli_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """``inertial-id replay`` exits 3 with one line on stderr, no traceback."""
+    assert main(["replay", *argv, "--no-progress"]) == 3
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.fixture(scope="module")
+def small_bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _write(tmp_path_factory.mktemp("small") / "bag", _recording(1.0))
+
+
+def test_bad_files_and_values_are_one_line_errors(
+        small_bag: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    latin = tmp_path / "latin.urdf"
+    latin.write_bytes(b"<robot name='\xe9'/>")
+    assert "not UTF-8" in _cli_error(capsys, str(small_bag), "--urdf", str(latin))
+    params = tmp_path / "params.yaml"
+    params.write_bytes(b"solver:\n  ros__parameters:\n    method: \xff\n")
+    assert "cannot read parameter file" in _cli_error(capsys, str(small_bag),
+                                                        "--params", str(params))
+    params.write_text("solver:\n  ros__parameters:\n    epsilon: .nan\n")
+    assert "epsilon must be a finite number >= 0, got nan" in _cli_error(
+        capsys, str(small_bag), "--params", str(params))
+    params.write_text("gatherer:\n  ros__parameters:\n    max_span: -1.0\n")
+    assert "max_span must be a finite number > 0" in _cli_error(
+        capsys, str(small_bag), "--params", str(params))
+    assert "[0, 1]" in _cli_error(capsys, str(small_bag), "--max-dropped", "2")
+
+
+def test_output_paths_are_checked_before_the_replay(
+        small_bag: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    assert "is a file" in _cli_error(capsys, str(small_bag), "--output",
+                                     str(a_file / "out.yaml"))
+    assert "not a file" in _cli_error(capsys, str(small_bag), "--output", str(tmp_path))
+    assert "not a directory" in _cli_error(capsys, str(small_bag), "--report", str(a_file))

@@ -245,26 +245,55 @@ def test_out_of_order_and_duplicate_stamps_are_dropped():
     assert sync.counters["wrench_out_of_order"] == 1
     joints, wrenches = sync.buffered
     assert joints.tolist() == [10.0] and wrenches.tolist() == [10.0]
-    assert sync.counters["resets"] == 0
+    assert sync.counters["stamp_resets"] == 0
 
 
-def test_large_backwards_jump_resets_and_recovers():
+def _feed_ms(sync, start_ms, n_ms):
+    """Joints (500 Hz) and wrenches (1 kHz) over n_ms; how many adds were accepted."""
+    accepted = 0
+    for i in range(start_ms, start_ms + n_ms):
+        t = wrench_stamp(i)
+        if i % 2 == 0:
+            accepted += sync.add_joint_state(t, cubic(JOINT_COEFFS, t)[0])
+        accepted += sync.add_wrench(t, cubic(WRENCH_COEFFS, t)[0])
+    return accepted
+
+
+def test_large_backwards_jump_is_followed_after_a_second_and_recovers():
     sync = FixedLagSynchronizer(2, window=WINDOW)
     first = run(sync, 200)
     assert len(first) > 0
-    # A bag restarting: stamps jump 5 s back.
+    # A bag restarting: stamps jump 5 s back. The first second of the new time base is
+    # dropped (it could be a glitch), then the buffers reset and the stream goes on.
     restart_ms = -5000
-    assert sync.add_joint_state(wrench_stamp(restart_ms), cubic(JOINT_COEFFS,
-                                                                wrench_stamp(restart_ms))[0])
-    assert sync.counters["resets"] == 1
-    assert [len(b) for b in sync.buffered] == [1, 0]
-    # The reset cleared the wrenches too, so the old wrench stamps do not reject new ones.
-    second = run(sync, 200, start_ms=restart_ms + 1)
-    assert sync.counters["resets"] == 1
+    assert _feed_ms(sync, restart_ms, 1000) == 0
+    assert sync.counters["joint_state_stamp_jump"] == 500
+    assert sync.counters["wrench_stamp_jump"] == 1000
+    assert sync.counters["stamp_resets"] == 0
+    second = run(sync, 200, start_ms=restart_ms + 1000)
+    assert sync.counters["stamp_resets"] == 1
     assert sync.counters["wrench_out_of_order"] == 0
     assert len(second) > 100
     assert np.all(second.times < wrench_stamp(0))
     assert_matches_analytic(second)
+
+
+@pytest.mark.parametrize("glitch", [0.0, 1e9, 2.0**31 - 10.0, 5000.0])
+def test_half_a_second_of_glitched_stamps_is_dropped_without_a_reset(glitch):
+    sync = FixedLagSynchronizer(2, window=WINDOW)
+    first = run(sync, 300)
+    for i in range(500):  # 0.5 s of samples stamped far away
+        sync.add_wrench(glitch + i / 1000.0, np.zeros(6))
+        if i % 2 == 0:
+            sync.add_joint_state(glitch + i / 1000.0, np.zeros(2))
+    assert sync.counters["joint_state_stamp_jump"] == 250
+    assert sync.counters["wrench_stamp_jump"] == 500
+    second = run(sync, 300, start_ms=300)
+    assert sync.counters["stamp_resets"] == 0
+    out = concat([first, second])
+    assert np.all(np.diff(out.times) > 0)
+    assert out.times[0] < wrench_stamp(100) and out.times[-1] > wrench_stamp(550)
+    assert_matches_analytic(out)
 
 
 def test_non_finite_or_malformed_samples_raise():
@@ -277,15 +306,16 @@ def test_non_finite_or_malformed_samples_raise():
     with pytest.raises(SampleError):
         measured.add_joint_state(1.0, [0.0, 1.0], [0.0])
     with pytest.raises(SampleError):
-        sync.add_joint_state(np.nan, [0.0, 1.0])
-    with pytest.raises(SampleError):
         sync.add_joint_state(1.0, [0.0, 1.0, 2.0])
     with pytest.raises(SampleError):
         sync.add_wrench(1.0, [0, 0, np.nan, 0, 0, 0])
     with pytest.raises(SampleError):
         sync.add_wrench(1.0, np.zeros(5))
-    with pytest.raises(SampleError):
-        sync.add_wrench(np.inf, np.zeros(6))
+    # stamps out of range are the time policy's: dropped and counted, not raised
+    assert not sync.add_joint_state(np.nan, [0.0, 1.0])
+    assert not sync.add_wrench(np.inf, np.zeros(6))
+    assert sync.counters["joint_state_stamp_out_of_range"] == 1
+    assert sync.counters["wrench_stamp_out_of_range"] == 1
     assert [len(b) for b in sync.buffered] == [0, 0]
 
 

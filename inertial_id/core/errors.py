@@ -21,3 +21,7 @@ class SampleError(InertialIdError):
 
 class SolverError(InertialIdError):
     """The estimator could not produce a (physically consistent) estimate."""
+
+
+class DuplicateJointError(SampleError):
+    """A joint state lists a model joint twice with different values."""

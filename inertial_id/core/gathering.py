@@ -16,12 +16,15 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from inertial_id.core.errors import SampleError
+from inertial_id.core.errors import DuplicateJointError, SampleError
 from inertial_id.core.kinematics import JointMapper, load_urdf_model, movable_joint_names
 from inertial_id.core.synchronizer import FixedLagSynchronizer, SyncedSamples
+from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE
 
-OUT_OF_ORDER = "stamp out of order"
-"""The reason :meth:`Gathering.add_messages` counts for a message dropped for its stamp."""
+STAMP_DROPS = tuple(f"{kind}_{reason}" for kind in ("joint_state", "wrench")
+                    for reason in (JUMP, OUT_OF_RANGE, "out_of_order"))
+"""The synchronizer's counters of messages dropped for their stamps (the time policy's, and
+duplicates or late ones within a stream)."""
 
 
 class JointStateSample(NamedTuple):
@@ -61,10 +64,21 @@ class GathererSettings:
     lag: int = 2
 
 
+def drop_key(message: JointStateSample | WrenchSample, exc: SampleError) -> str:
+    """The counter key of a message rejected for its values: ``<kind>_duplicate_joints`` or
+    ``<kind>_invalid`` with kind ``joint_state`` or ``wrench``."""
+    kind = "joint_state" if isinstance(message, JointStateSample) else "wrench"
+    return f"{kind}_{'duplicate_joints' if isinstance(exc, DuplicateJointError) else 'invalid'}"
+
+
 class Gathering:
-    """Joint states and wrenches in, synchronised filtered samples out (model joint order)."""
+    """Joint states and wrenches in, synchronised filtered samples out (model joint order).
+
+    ``last_error`` keeps the latest message of each drop reason of :meth:`add_messages`.
+    """
 
     def __init__(self, urdf: str, settings: GathererSettings | None = None) -> None:
+        self.last_error: dict[str, str] = {}
         self.settings = settings or GathererSettings()
         locked = set(self.settings.locked_joint_names)
         self.joint_names = [n for n in movable_joint_names(load_urdf_model(urdf))
@@ -102,13 +116,19 @@ class Gathering:
         """
         if self._extend(messages):
             return Counter()
+        counters = self.synchronizer.counters
+        before = {key: counters[key] for key in STAMP_DROPS}
         dropped: Counter[str] = Counter()
         for message in messages:
             try:
-                if not self.add(message):
-                    dropped[OUT_OF_ORDER] += 1
+                self.add(message)
             except SampleError as exc:
-                dropped[str(exc)] += 1
+                key = drop_key(message, exc)
+                dropped[key] += 1
+                self.last_error[key] = str(exc)
+        for key in STAMP_DROPS:
+            if counters[key] > before[key]:
+                dropped[key] += counters[key] - before[key]
         return dropped
 
     def add(self, message: JointStateSample | WrenchSample) -> bool:
@@ -131,6 +151,8 @@ class Gathering:
                 names = joints[0].names
                 if any(m.names is not names and m.names != names for m in joints):
                     return False
+                if self.mapper.has_duplicates(names):
+                    return False
                 index = self.mapper.indices(names)
                 raw = np.array([m.position for m in joints], dtype=float)
                 if raw.shape != (len(joints), len(names)):
@@ -147,6 +169,7 @@ class Gathering:
                 return False
             joint_t = np.array([m.stamp for m in joints], dtype=float)
             wrench_t = np.array([m.stamp for m in wrenches], dtype=float)
+            arrival = np.array([m.stamp for m in messages], dtype=float)
         except (SampleError, ValueError, TypeError):  # missing joints, malformed arrays
             return False
-        return self.synchronizer.extend(joint_t, position, velocity, wrench_t, wrench)
+        return self.synchronizer.extend(joint_t, position, velocity, wrench_t, wrench, arrival)

@@ -19,7 +19,7 @@ import numpy as np
 import pinocchio as pin
 from numpy.typing import ArrayLike, NDArray
 
-from inertial_id.core.errors import ModelError, SampleError
+from inertial_id.core.errors import DuplicateJointError, ModelError, SampleError
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 
@@ -30,9 +30,12 @@ def urdf_text(urdf: str) -> str:
         return urdf
     path = Path(urdf).expanduser()
     try:
-        return path.read_text()
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ModelError(f"cannot read URDF file {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"URDF file {path} is not UTF-8 text: {exc.reason} at byte "
+                         f"{exc.start}") from exc
 
 
 def load_urdf_model(urdf: str) -> pin.Model:
@@ -165,28 +168,55 @@ class JointMapper:
     """Maps ``sensor_msgs/JointState`` arrays to the model's joint order.
 
     Extra joints and any order in the message are fine; a model joint missing from the message
-    is a :class:`SampleError` naming it.
+    is a :class:`SampleError` naming it, and one listed twice with different values a
+    :class:`DuplicateJointError`. At most ``MAX_CACHED`` name lists are remembered.
     """
+
+    MAX_CACHED = 64
 
     def __init__(self, joint_names: Sequence[str]) -> None:
         self.joint_names = list(joint_names)
-        self._cache: dict[tuple[str, ...], NDArray[np.intp]] = {}
+        self._cache: dict[tuple[str, ...], tuple[NDArray[np.intp], NDArray[np.intp]]] = {}
 
-    def indices(self, message_names: Sequence[str]) -> NDArray[np.intp]:
-        """Index into the message arrays for each model joint."""
+    def _lookup(self, message_names: Sequence[str]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """Index of each model joint in the message, and the indices of later duplicates of
+        model joints with the index of the first occurrence they must agree with (2, k)."""
         key = tuple(message_names)
         found = self._cache.get(key)
         if found is None:
-            position = {name: i for i, name in enumerate(key)}
-            missing = [name for name in self.joint_names if name not in position]
+            first: dict[str, int] = {}
+            repeats = []
+            model = set(self.joint_names)
+            for i, name in enumerate(key):
+                if name in first and name in model:
+                    repeats.append((first[name], i))
+                first.setdefault(name, i)
+            missing = [name for name in self.joint_names if name not in first]
             if missing:
                 raise SampleError(f"joint state lacks joints {', '.join(missing)}")
-            found = np.array([position[name] for name in self.joint_names], dtype=np.intp)
+            found = (np.array([first[name] for name in self.joint_names], dtype=np.intp),
+                     np.array(repeats, dtype=np.intp).reshape(-1, 2).T)
+            if len(self._cache) >= self.MAX_CACHED:
+                self._cache.clear()
             self._cache[key] = found
         return found
+
+    def indices(self, message_names: Sequence[str]) -> NDArray[np.intp]:
+        """Index into the message arrays for each model joint (first occurrence)."""
+        return self._lookup(message_names)[0]
+
+    def has_duplicates(self, message_names: Sequence[str]) -> bool:
+        """Whether a model joint is listed more than once."""
+        return bool(self._lookup(message_names)[1].size)
 
     def select(self, message_names: Sequence[str], values: Sequence[float]) -> NDArray[np.float64]:
         """The model-ordered values of one JointState array (position, velocity, effort)."""
         if len(values) != len(message_names):
             raise SampleError(f"{len(values)} values for {len(message_names)} joint names")
-        return np.asarray(values, dtype=float)[self.indices(message_names)]
+        index, repeats = self._lookup(message_names)
+        array = np.asarray(values, dtype=float)
+        if repeats.size and not np.array_equal(array[repeats[0]], array[repeats[1]]):
+            names = sorted({message_names[i] for i in repeats[0]})
+            raise DuplicateJointError(f"joints listed twice with different values: "
+                                      f"{', '.join(names)}")
+        return array[index]

@@ -15,7 +15,7 @@ wrench) and
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -26,11 +26,16 @@ from inertial_id.core.errors import InertialIdError, SampleError, SolverError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.regressor import predicted_wrench
+from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE, StampPolicy
 
 CHANGE_OUTLIERS = 0.05
 """Share of an anomaly's samples a candidate new payload may leave unexplained."""
 CHANGE_RECHECK = 0.5
 """Seconds between two payload-change checks during a long anomaly."""
+GATED, FROZEN, RESET = "gated", "frozen", "reset"
+"""Ledger reasons: held out near a contact, arrived while frozen, held when reset."""
+DROP_KEYS = (GATED, FROZEN, RESET, JUMP, OUT_OF_RANGE)
+"""The ledger's drop reasons (:meth:`OnlineEstimator.ledger`)."""
 TARE_SAMPLES = 200
 """Latest samples (at most this many batches of them) whose mean residual a tare removes."""
 
@@ -107,6 +112,9 @@ class OnlineEstimator:
         self._next_change_check = np.inf
         self._recent_residuals: deque[NDArray[np.float64]] = deque(maxlen=TARE_SAMPLES)
         self._candidate: PayloadIdentifier | None = None
+        self.counters: Counter[str] = Counter()
+        self.policy = StampPolicy(counters=self.counters)
+        self.received = self.used = 0
 
     def _new_monitor(self) -> T2Monitor:
         c = self.config
@@ -115,9 +123,11 @@ class OnlineEstimator:
 
     @property
     def converged(self) -> bool:
-        """The last estimate exists and knows the mass to ``converged_mass_std``."""
+        """The last estimate exists, its data determine every unknown (finite condition
+        number) and it knows the mass to ``converged_mass_std``."""
         e = self.estimate
-        return e is not None and bool(e.std[0] < self.config.converged_mass_std * abs(e.pi[0]))
+        return (e is not None and bool(np.isfinite(e.condition_number))
+                and bool(e.std[0] < self.config.converged_mass_std * abs(e.pi[0])))
 
     @property
     def in_contact(self) -> bool:
@@ -136,7 +146,11 @@ class OnlineEstimator:
         """Process a batch of N samples, oldest first: (N,) stamps, (N, 6) arrays.
 
         ``wrench`` (filtered like the kinematics) enters the estimate; the contact monitor
-        tests ``wrench_raw`` (unfiltered, white noise; defaults to ``wrench``).
+        tests ``wrench_raw`` (unfiltered, white noise; defaults to ``wrench``). Stamps pass the
+        :class:`~inertial_id.core.timepolicy.StampPolicy` first: samples it rejects are
+        dropped and counted, and when the stream follows a jump (a bag played again) the
+        held samples enter the estimate and the contact state restarts. The result covers
+        the samples used, in order.
         """
         t = np.asarray(times, dtype=float)
         v = np.atleast_2d(np.asarray(twist, dtype=float))
@@ -146,9 +160,39 @@ class OnlineEstimator:
         if not (v.shape == a.shape == w.shape == raw.shape == (t.size, 6)):
             raise SampleError(f"batch shapes {t.shape} {v.shape} {a.shape} {w.shape} "
                               f"{raw.shape} differ")
-        if not all(np.isfinite(x).all() for x in (t, v, a, w, raw)):
+        if not all(np.isfinite(x).all() for x in (v, a, w, raw)):
             raise SampleError("batch contains NaN or inf")
+        self.received += t.size
+        keep, jump_at = self.policy.filter(t)
+        if jump_at < 0:
+            return self._step(*(x[keep] for x in (t, v, a, w, raw)))
+        before, after = np.arange(t.size) < jump_at, np.arange(t.size) >= jump_at
+        first = self._step(*(x[keep & before] for x in (t, v, a, w, raw)))
+        self._follow_jump()
+        second = self._step(*(x[keep & after] for x in (t, v, a, w, raw)))
+        return StepResult(
+            np.concatenate((first.times, second.times)),
+            np.concatenate((first.residual, second.residual)),
+            np.concatenate((first.t2, second.t2)),
+            np.concatenate((first.contact, second.contact)),
+            second.threshold, [*first.events, *second.events, "stamp_jump"])
+
+    def _follow_jump(self) -> None:
+        """The stamps moved to another time base: what is held enters the estimate, and the
+        contact state and exclusions (in old stamps) are forgotten."""
+        self.monitor.clear_contact()
+        self._anomaly, self._next_change_check = [], np.inf
+        self._latest = np.inf
+        self._release()
+        self._latest = self._exclude_until = -np.inf
+
+    def _step(self, t: NDArray[np.float64], v: NDArray[np.float64], a: NDArray[np.float64],
+              w: NDArray[np.float64], raw: NDArray[np.float64]) -> StepResult:
+        """:meth:`add` for samples whose stamps the policy accepted."""
         events: list[str] = []
+        if t.size == 0:
+            return StepResult(t, w, np.zeros(0), np.zeros(0, dtype=bool),
+                              self.monitor.threshold, events)
         residual = np.zeros_like(w)
         t2 = np.zeros(t.size)
         contact = np.zeros(t.size, dtype=bool)
@@ -165,8 +209,9 @@ class OnlineEstimator:
             keep &= t < cut
             self._drop_pending_from(cut)
             self._anomaly.append((t[~keep], np.hstack((v, a, w, raw))[~keep]))
-            if t[-1] >= self._next_change_check:
+            if t.size and t[-1] >= self._next_change_check:
                 self._check_payload_change(t[-1], events)
+        self.counters[GATED] += int(t.size - np.count_nonzero(keep))
         if np.any(keep):
             self._pending.append((t[keep], np.hstack((v[keep], a[keep], w[keep]))))
         if t.size:
@@ -199,6 +244,7 @@ class OnlineEstimator:
         while self._pending and self._pending[-1][0][-1] >= cut:
             stamps, rows = self._pending.pop()
             earlier = stamps < cut
+            self.counters[GATED] += int(stamps.size - np.count_nonzero(earlier))
             if earlier.any():
                 self._pending.append((stamps[earlier], rows[earlier]))
                 break
@@ -217,9 +263,14 @@ class OnlineEstimator:
             if split < stamps.size:
                 self._pending.appendleft((stamps[split:], rows[split:]))
                 break
-        if released and not self.frozen:
-            data = np.concatenate(released)
+        if not released:
+            return
+        data = np.concatenate(released)
+        if self.frozen:
+            self.counters[FROZEN] += data.shape[0]
+        else:
             self.identifier.add(data[:, :6], data[:, 6:12], data[:, 12:])
+            self.used += data.shape[0]
 
     def _check_payload_change(self, now: float, events: list[str]) -> None:
         """Is the sustained anomaly a new payload? Fit one to the anomaly's samples.
@@ -252,6 +303,8 @@ class OnlineEstimator:
         events.append("payload_change")
         self.identifier.reset()
         self.identifier.add(rows[:, :6], rows[:, 6:12], rows[:, 12:18])
+        self.counters[GATED] -= stamps.size  # they were held out as a contact: now used
+        self.used += stamps.size
         self.monitor = self._new_monitor()
         self.estimate = None
         self._anomaly, self._next_change_check = [], np.inf
@@ -279,16 +332,38 @@ class OnlineEstimator:
         estimate = self.identifier.estimate()
         if not estimate.physically_consistent and self.config.payload.method == "lmi_sdp":
             raise SolverError("estimate is not physically consistent")
+        if not np.isfinite(estimate.offset_std).all():
+            # Right after a tare the data say nothing of the new offset yet: the solve's
+            # offset would be a placeholder, not an estimate. Keep the tared one.
+            return self.estimate
         self.estimate = estimate
         return estimate
 
     def reset(self) -> None:
-        """Forget the data, the estimate and the learned residual covariance."""
+        """Forget the data, the estimate and the learned residual covariance (the ledger's
+        counts go on: held samples count as ``reset``)."""
         self.identifier.reset()
         self.monitor = self._new_monitor()
         self.estimate = None
+        self.counters[RESET] += sum(stamps.size for stamps, _ in self._pending)
         self._pending.clear()
         self._exclude_until = -np.inf
+        self._anomaly, self._next_change_check = [], np.inf
+        self._recent_residuals.clear()
+
+    @property
+    def held(self) -> int:
+        """Samples held back for the contact gate (not yet used or dropped)."""
+        return int(sum(stamps.size for stamps, _ in self._pending))
+
+    def ledger(self) -> dict[str, int]:
+        """Where every sample given to :meth:`add` went: ``received`` = ``used`` (entered the
+        estimate's statistics) + ``held`` + the drops by reason (``dropped_<reason>``:
+        the time policy's, ``gated`` near a contact, ``frozen``, ``reset``)."""
+        out = {"received": self.received, "used": self.used, "held": self.held}
+        out.update({f"dropped_{key}": int(count) for key, count in self.counters.items()
+                    if key in DROP_KEYS})
+        return out
 
     def tare(self) -> Estimate:
         """Re-estimate the F/T offset with the payload known, keeping what the data say of it.

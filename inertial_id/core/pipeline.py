@@ -96,16 +96,20 @@ class PayloadPipeline:
         twist, proper = self.kinematics.compute(batch.position, batch.velocity,
                                                 batch.acceleration)
         step = self.online.add(batch.times, twist, proper, batch.wrench, batch.wrench_raw)
+        self.samples += n
+        if "stamp_jump" in step.events:
+            self._next_solve = None  # solve periods restart on the new time base
+        if not step.times.size:
+            return n
         h = self.history
-        h.batch_time.append(float(batch.times[-1]))
+        h.batch_time.append(float(step.times[-1]))
         h.batch_t2_max.append(float(step.t2.max()))
         h.batch_threshold.append(float(step.threshold))
         h.batch_contact.append(bool(step.contact.any()))
         h.batch_residual_rms.append(np.sqrt(np.mean(step.residual**2, axis=0)))
-        self.samples += n
-        self._last_time = float(batch.times[-1])
+        self._last_time = float(step.times[-1])
         if self._next_solve is None:
-            self._next_solve = float(batch.times[0]) + self.solve_period
+            self._next_solve = float(step.times[0]) + self.solve_period
         if self._last_time >= self._next_solve:
             # One solve per due period; a long batch does not re-solve the same statistics.
             self.solve(self._last_time)

@@ -12,7 +12,6 @@ price of noisier derivatives. Only header stamps are used, never arrival times.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -22,6 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.signals import fit_polynomials, local_polynomial
+from inertial_id.core.timepolicy import StampPolicy
 
 MAX_ABS_VALUE = 1e6
 """Larger joint positions (rad, m) or wrench components (N, N m) are no measurements."""
@@ -70,6 +70,11 @@ class SyncedSamples:
 
     def __len__(self) -> int:
         return int(self.times.size)
+
+    def select(self, mask: NDArray[np.bool_]) -> SyncedSamples:
+        """The samples where ``mask`` (N,) is true."""
+        return SyncedSamples(self.times[mask], self.position[mask], self.velocity[mask],
+                             self.acceleration[mask], self.wrench[mask], self.wrench_raw[mask])
 
     @classmethod
     def empty(cls, n_joints: int) -> SyncedSamples:
@@ -149,9 +154,10 @@ class FixedLagSynchronizer:
 
     ``window`` joint samples (odd) and polynomial ``order`` set the filter; the output lags the
     newest joint state by ``lag`` joint samples (default: half the window). ``max_span`` (s)
-    rejects windows that straddle a gap in the joint states or in the wrenches. A stamp more
-    than ``reset_jump`` seconds older than the newest one (a bag restarting under simulated
-    time) clears the buffers; other out-of-order or duplicate stamps are dropped.
+    rejects windows that straddle a gap in the joint states or in the wrenches. Both streams
+    share one :class:`~inertial_id.core.timepolicy.StampPolicy` (``policy``): stamps out of
+    range or jumping away from the stream are dropped, and a jump it follows (a bag played
+    again) clears the buffers; other out-of-order or duplicate stamps are dropped.
     ``counters`` records what was dropped, why. Samples come one at a time
     (:meth:`add_joint_state`, :meth:`add_wrench`) or in blocks (:meth:`extend`), with the
     same result.
@@ -164,9 +170,9 @@ class FixedLagSynchronizer:
         order: int = 3,
         use_measured_velocity: bool = False,
         max_span: float = 0.5,
-        reset_jump: float = 1.0,
         max_pending: int = 20000,
         lag: int | None = None,
+        policy: StampPolicy | None = None,
     ) -> None:
         if window % 2 == 0 or window <= order or order < 2:
             raise InertialIdError(
@@ -181,18 +187,26 @@ class FixedLagSynchronizer:
         self.order = order
         self.use_measured_velocity = use_measured_velocity
         self.max_span = max_span
-        self.reset_jump = reset_jump
         self.max_pending = max_pending
         self.counters: Counter[str] = Counter()
+        self.policy = policy or StampPolicy()
+        self.policy.counters = self.counters
         self._joint_t = _Rows()
         self._joint_q = _Rows((n_joints,))
         self._joint_v = _Rows((n_joints,))
         self._wrench_t = _Rows()
         self._wrench_w = _Rows((6,))
+        self._next_wrench = 0
         self.reset()
 
+    @property
+    def wrenches_held(self) -> int:
+        """Wrenches buffered and not yet synchronised (nor dropped)."""
+        return len(self._wrench_t) - self._next_wrench
+
     def reset(self) -> None:
-        """Forget all buffered samples."""
+        """Forget all buffered samples (wrenches not yet synchronised count as ``wrench_reset``)."""
+        self.counters["wrench_reset"] += self.wrenches_held
         for rows in (self._joint_t, self._joint_q, self._joint_v, self._wrench_t,
                      self._wrench_w):
             rows.clear()
@@ -204,13 +218,12 @@ class FixedLagSynchronizer:
         return self._joint_t.view().copy(), self._wrench_t.view().copy()
 
     def _accept_stamp(self, stamps: _Rows, t: float, kind: str) -> bool:
-        if not math.isfinite(t):
-            raise SampleError(f"{kind} stamp is not finite")
+        accepted, jumped = self.policy.accept(t, f"{kind}_")
+        if jumped:
+            self.reset()
+        if not accepted:
+            return False
         if stamps.size and t <= stamps.last():
-            if stamps.last() - t > self.reset_jump:
-                self.counters["resets"] += 1
-                self.reset()
-                return True
             self.counters[f"{kind}_out_of_order"] += 1
             return False
         return True
@@ -263,12 +276,13 @@ class FixedLagSynchronizer:
 
     def extend(self, joint_t: NDArray[np.float64], position: NDArray[np.float64],
                velocity: NDArray[np.float64] | None, wrench_t: NDArray[np.float64],
-               wrench: NDArray[np.float64]) -> bool:
+               wrench: NDArray[np.float64], arrival: NDArray[np.float64]) -> bool:
         """Buffer blocks of joint states ((J,) s, (J, n) model order) and wrenches ((W,) s,
         (W, 6)) at once, if that is what adding them one at a time would do: every value finite
-        and plausible, and each stream's stamps strictly increasing from after its buffered
-        ones. Otherwise buffers nothing and returns False; add them one at a time then (in
-        arrival order: drops and resets depend on it).
+        and plausible, each stream's stamps strictly increasing from after its buffered
+        ones, and all stamps in step with the stream (``arrival``: every stamp of both, in
+        arrival order). Otherwise buffers nothing and returns False; add them one at a time
+        then (in arrival order: drops and resets depend on it).
         """
         if not (_fresh(self._joint_t, joint_t) and _fresh(self._wrench_t, wrench_t)):
             return False
@@ -280,6 +294,8 @@ class FixedLagSynchronizer:
                 return False
             blocks.append(velocity)
         if not all(b.size == 0 or _plausible(b) for b in blocks):
+            return False
+        if not self.policy.accept_all(arrival):  # last: it commits when it accepts
             return False
         self._joint_t.extend(joint_t)
         self._joint_q.extend(position)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,7 +28,7 @@ from std_msgs.msg import Header, String
 
 from inertial_id.cdr import stamp_parts
 from inertial_id.core.errors import InertialIdError
-from inertial_id.settings import Param
+from inertial_id.settings import Param, validate
 
 
 def sensor_qos(depth: int) -> QoSProfile:
@@ -77,12 +78,15 @@ _ARRAY_TYPES = {"string": Parameter.Type.STRING_ARRAY, "double": Parameter.Type.
 
 
 def declare_all(node: Node, params: Sequence[Param]) -> dict[str, Any]:
-    """Declare every parameter of a node's table (:mod:`inertial_id.settings`); their values."""
-    return {
+    """Declare every parameter of a node's table (:mod:`inertial_id.settings`); their values,
+    validated (:class:`InertialIdError` saying which is wrong)."""
+    values = {
         p.name: declare(node, p.name, p.default, p.description,
                         _ARRAY_TYPES[p.array_type] if p.array_type else None)
         for p in params
     }
+    validate(tuple(params), values, node.get_name())
+    return values
 
 
 def steady_timer(node: Node, period: float, callback: Callable[[], None],
@@ -249,6 +253,36 @@ class RecentValues:
     def percentiles(self, q: Sequence[float]) -> np.ndarray:
         """``numpy.percentile`` of the values held (at least one)."""
         return np.percentile(self._data[: len(self)], q)
+
+
+class DropWatch:
+    """Notices a stream that arrives but is mostly dropped (a stall that would otherwise say
+    OK): between two checks, more than ``share`` of a kind's messages dropped.
+
+    ``check`` takes the received count per kind and the drop counters (keys
+    ``<kind>_<reason>``, cumulative) and returns a one-line warning, or "" when all is well.
+    """
+
+    def __init__(self, share: float = 0.5) -> None:
+        self.share = share
+        self._received: dict[str, int] = {}
+        self._dropped: Counter[str] = Counter()
+
+    def check(self, received: dict[str, int], dropped: Counter[str]) -> str:
+        """Compare with the previous call; see the class docstring."""
+        warnings = []
+        for kind, count in received.items():
+            new = count - self._received.get(kind, 0)
+            reasons = Counter({k: v - self._dropped[k] for k, v in dropped.items()
+                               if k.startswith(f"{kind}_") and v > self._dropped[k]})
+            lost = sum(reasons.values())
+            if new > 0 and lost > self.share * new:
+                reason, _ = reasons.most_common(1)[0]
+                warnings.append(f"{100.0 * min(lost, new) / new:.0f} % of the {kind} messages "
+                                f"dropped since the last status, mostly {reason}")
+        self._received = dict(received)
+        self._dropped = Counter(dropped)
+        return "; ".join(warnings)
 
 
 class Silence:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
 import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Inertia, InertiaStamped, Vector3, Wrench, WrenchStamped
@@ -11,12 +15,35 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 
 from inertial_id.cdr import SENSOR_FIELDS, CdrDecoder
+from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.gathering import JointStateSample, WrenchSample
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
 from inertial_id.core.synchronizer import SyncedSamples
 from inertial_id.msg import InertialParameters, JointSamples, SensorSamples
 from inertial_id.nodes.common import to_seconds
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class UndecodableError(InertialIdError):
+    """Bytes that are no message of the expected type (any decoder's error, one type)."""
+
+
+def _decoder(decode: Callable[P, T]) -> Callable[P, T]:
+    """Turn whatever a decoder raises on bad bytes (``ValueError``, ``struct.error``,
+    rclpy's ``RMWError``, ...) into :class:`UndecodableError`, so a subscription callback
+    catches one type and no bytes can end a node."""
+
+    @functools.wraps(decode)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return decode(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - any failure to decode is the same drop
+            raise UndecodableError(f"undecodable message: {type(exc).__name__}: {exc}") from exc
+
+    return wrapped
 
 
 def _rows(values: object, width: int) -> NDArray[np.float64]:
@@ -27,18 +54,21 @@ def _times(stamps: list[Time]) -> NDArray[np.float64]:
     return np.array([to_seconds(s) for s in stamps])
 
 
+@_decoder
 def joint_state_from_bytes(raw: bytes, decoder: CdrDecoder) -> JointStateSample:
-    """A serialised ``sensor_msgs/JointState``. Plain little-endian CDR is read by
-    ``decoder``; any other encoding goes through rclpy. Malformed bytes raise ``ValueError``
-    or ``struct.error``."""
+    """A serialised ``sensor_msgs/JointState`` (efforts included). Plain little-endian CDR is
+    read by ``decoder``; any other encoding goes through rclpy. Bytes that are no JointState
+    raise :class:`UndecodableError`."""
     if CdrDecoder.little_endian_cdr(raw):
         return decoder.joint_state(raw)
     msg = deserialize_message(raw, JointState)
     return JointStateSample(to_seconds(msg.header.stamp), tuple(msg.name),
                             np.asarray(msg.position, dtype=float),
-                            np.asarray(msg.velocity, dtype=float))
+                            np.asarray(msg.velocity, dtype=float),
+                            np.asarray(msg.effort, dtype=float))
 
 
+@_decoder
 def wrench_from_bytes(raw: bytes, decoder: CdrDecoder) -> WrenchSample:
     """A serialised ``geometry_msgs/WrenchStamped``, decoded as
     :func:`joint_state_from_bytes` does."""
@@ -49,6 +79,7 @@ def wrench_from_bytes(raw: bytes, decoder: CdrDecoder) -> WrenchSample:
                         wrench_to_array(msg.wrench))
 
 
+@_decoder
 def joint_samples_from_bytes(raw: bytes, decoder: CdrDecoder
                              ) -> tuple[SyncedSamples, tuple[str, ...], str]:
     """A serialised :class:`JointSamples`: the batch (joints in the message's order), the joint
@@ -68,6 +99,7 @@ def joint_samples_from_bytes(raw: bytes, decoder: CdrDecoder
     return batch, tuple(msg.joint_names), msg.header.frame_id
 
 
+@_decoder
 def sensor_samples_from_bytes(raw: bytes, decoder: CdrDecoder
                               ) -> tuple[dict[str, NDArray[np.float64]], str]:
     """A serialised :class:`SensorSamples`: ``times`` (N,) and the (N, 6) arrays named in

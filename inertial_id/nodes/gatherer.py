@@ -15,7 +15,6 @@ rclpy's message conversion.
 
 from __future__ import annotations
 
-import struct
 import time
 from collections import Counter
 
@@ -25,11 +24,13 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
 from inertial_id.cdr import CdrDecoder, CdrEncoder
-from inertial_id.core.errors import InertialIdError
+from inertial_id.core.errors import DuplicateJointError, InertialIdError
 from inertial_id.core.gathering import Gathering
+from inertial_id.core.timepolicy import RESETS
 from inertial_id.msg import JointSamples
 from inertial_id.nodes.common import (
     Diagnostics,
+    DropWatch,
     RobotDescription,
     Silence,
     declare_all,
@@ -38,7 +39,11 @@ from inertial_id.nodes.common import (
     sensor_qos,
     steady_timer,
 )
-from inertial_id.nodes.conversions import joint_state_from_bytes, wrench_from_bytes
+from inertial_id.nodes.conversions import (
+    UndecodableError,
+    joint_state_from_bytes,
+    wrench_from_bytes,
+)
 from inertial_id.settings import GATHERER_PARAMS, gatherer_settings
 
 COALESCE = 0.0005
@@ -62,6 +67,7 @@ class Gatherer(Node):
         self.frame_id = ""
         self.joint_input, self.wrench_input = Silence(), Silence()
         self.rejected: Counter[str] = Counter()
+        self.drop_watch = DropWatch()
         self.published = 0
         self.diagnostics = Diagnostics(self, "synchronisation", self.status)
         self.publisher = self.create_publisher(JointSamples, "joint_samples", pipeline_qos())
@@ -89,15 +95,28 @@ class Gatherer(Node):
                   "wrenches_received": str(self.wrench_input.count),
                   "samples_published": str(self.published)}
         dropped = Counter(self.rejected)
+        held = 0
         if self.gathering is not None:
             dropped.update(self.gathering.synchronizer.counters)
+            held = self.gathering.synchronizer.wrenches_held
+        resets = dropped.pop(RESETS, 0)
         values.update({f"dropped_{k}": str(v) for k, v in dropped.items()})
+        wrench_drops = sum(v for k, v in dropped.items() if k in WRENCH_SAMPLE_DROPS
+                           or k.startswith("wrench_"))
+        values.update({"wrenches_held": str(held), "stamp_resets": str(resets),
+                       "wrenches_unaccounted": str(self.wrench_input.count - self.published
+                                                   - wrench_drops - held)})
         if self.gathering is None:
             return DiagnosticStatus.WARN, "waiting for the URDF", values
         silent = [name for name, s in (("joint_states", self.joint_input),
                                        ("wrench", self.wrench_input)) if s.silent]
         if silent:
             return DiagnosticStatus.WARN, f"no data on {', '.join(silent)}", values
+        stalled = self.drop_watch.check(
+            {"joint_state": self.joint_input.count, "wrench": self.wrench_input.count},
+            Counter({k: v for k, v in dropped.items() if k not in WRENCH_SAMPLE_DROPS}))
+        if stalled:
+            return DiagnosticStatus.WARN, stalled, values
         return DiagnosticStatus.OK, "synchronising", values
 
     def _refill(self) -> None:
@@ -122,27 +141,36 @@ class Gatherer(Node):
 
     def on_joint_state(self, raw: bytes) -> None:
         self.joint_input.tick()
-        if self.gathering is None:
-            return
-        self.schedule()
-        try:
-            self.gathering.add(joint_state_from_bytes(raw, self.decoder))
-        except (InertialIdError, ValueError, struct.error) as exc:
-            self.rejected["joint_state_invalid"] += 1
-            self.get_logger().warning(f"joint state dropped: {exc}", throttle_duration_sec=2.0)
+        self._take("joint_state", raw)
 
     def on_wrench(self, raw: bytes) -> None:
         self.wrench_input.tick()
+        self._take("wrench", raw)
+
+    def _take(self, kind: str, raw: bytes) -> None:
+        """Decode and buffer one ``joint_state`` or ``wrench``; whatever is wrong with it is
+        counted (``<kind>_<reason>``) and logged, and the node goes on."""
         if self.gathering is None:
+            self.rejected[f"{kind}_before_urdf"] += 1
             return
         self.schedule()
         try:
-            msg = wrench_from_bytes(raw, self.decoder)
-            self.frame_id = self.diagnostics.hardware_id = msg.frame_id
+            if kind == "wrench":
+                msg = wrench_from_bytes(raw, self.decoder)
+                self.frame_id = self.diagnostics.hardware_id = msg.frame_id
+            else:
+                msg = joint_state_from_bytes(raw, self.decoder)
             self.gathering.add(msg)
-        except (InertialIdError, ValueError, struct.error) as exc:
-            self.rejected["wrench_invalid"] += 1
-            self.get_logger().warning(f"wrench dropped: {exc}", throttle_duration_sec=2.0)
+        except UndecodableError as exc:
+            self._reject(kind, "undecodable", exc)
+        except DuplicateJointError as exc:
+            self._reject(kind, "duplicate_joints", exc)
+        except InertialIdError as exc:
+            self._reject(kind, "invalid", exc)
+
+    def _reject(self, kind: str, reason: str, exc: Exception) -> None:
+        self.rejected[f"{kind}_{reason}"] += 1
+        self.get_logger().warning(f"{kind} dropped: {exc}", throttle_duration_sec=2.0)
 
     def publish_ready(self) -> None:
         """The batch timer: publish what is ready (one-shot: the next message re-arms it)."""
@@ -156,6 +184,11 @@ class Gatherer(Node):
         if len(batch):
             self.publisher.publish(
                 self.encoder.joint_samples(batch, self.gathering.joint_names, self.frame_id))
+
+
+WRENCH_SAMPLE_DROPS = ("joint_state_gap",)
+"""Counters of wrench samples whose names do not start with ``wrench_`` (a wrench dropped
+because the joint states around it have a gap)."""
 
 
 def main(args: list[str] | None = None) -> int:

@@ -9,14 +9,16 @@ pinocchio from the URDF, and the measured wrench, unchanged. Both batches travel
 
 from __future__ import annotations
 
-import struct
+from collections import Counter
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.node import Node
 
 from inertial_id.cdr import CdrDecoder, CdrEncoder
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.kinematics import JointMapper, SensorKinematics
+from inertial_id.core.timepolicy import OUT_OF_RANGE, in_range
 from inertial_id.msg import JointSamples, SensorSamples
 from inertial_id.nodes.common import (
     Diagnostics,
@@ -26,7 +28,7 @@ from inertial_id.nodes.common import (
     pipeline_qos,
     run,
 )
-from inertial_id.nodes.conversions import joint_samples_from_bytes
+from inertial_id.nodes.conversions import UndecodableError, joint_samples_from_bytes
 from inertial_id.settings import KINEMATICS_PARAMS, kinematics_settings
 
 
@@ -41,7 +43,9 @@ class Kinematics(Node):
         self.model: SensorKinematics | None = None
         self.mapper: JointMapper | None = None
         self.input = Silence()
-        self.samples_in = self.samples_out = self.dropped = 0
+        self.samples_in = self.samples_out = self.undecodable = 0
+        self.dropped: Counter[str] = Counter()
+        self.wrong_frame = ""
         Diagnostics(self, "sensor kinematics", self.status)
         self.publisher = self.create_publisher(SensorSamples, "sensor_samples", pipeline_qos())
         self.decoder, self.encoder = CdrDecoder(), CdrEncoder()
@@ -56,42 +60,63 @@ class Kinematics(Node):
         self.get_logger().info(f"sensor frame {self.sensor_frame!r}, {self.model.nv} joints")
 
     def status(self) -> tuple[bytes, str, dict[str, str]]:
-        """Diagnostics: samples in, out and dropped."""
+        """Diagnostics: samples in, out and dropped by reason (they add up), messages that
+        could not be decoded; an ERROR while wrenches come in another frame."""
         values = {"samples_received": str(self.samples_in),
                   "samples_published": str(self.samples_out),
-                  "samples_dropped": str(self.dropped)}
+                  "samples_dropped": str(sum(self.dropped.values())),
+                  "messages_undecodable": str(self.undecodable)}
+        values.update({f"dropped_{k}": str(v) for k, v in self.dropped.items()})
         if self.model is None:
             return DiagnosticStatus.WARN, "waiting for the URDF", values
+        if self.wrong_frame:
+            return (DiagnosticStatus.ERROR,
+                    f"wrenches in frame {self.wrong_frame!r}, not sensor_frame "
+                    f"{self.sensor_frame!r}: dropped; set sensor_frame to the URDF frame the "
+                    "F/T sensor measures in", values)
         if self.input.silent:
             return DiagnosticStatus.WARN, "no joint samples", values
         return DiagnosticStatus.OK, f"sensor frame {self.sensor_frame}", values
+
+    def _drop(self, reason: str, count: int, message: str) -> None:
+        self.dropped[reason] += count
+        self.get_logger().warning(f"{count} joint samples dropped: {message}",
+                                  throttle_duration_sec=2.0)
 
     def on_samples(self, raw: bytes) -> None:
         self.input.tick()
         try:
             batch, names, frame_id = joint_samples_from_bytes(raw, self.decoder)
-        except (ValueError, struct.error) as exc:
-            self.get_logger().warning(f"malformed joint samples dropped: {exc}",
-                                      throttle_duration_sec=2.0)
+        except UndecodableError as exc:
+            self.undecodable += 1
+            self.get_logger().warning(f"joint samples dropped: {exc}", throttle_duration_sec=2.0)
             return
         self.samples_in += len(batch)
-        if self.model is None or self.mapper is None or not len(batch):
+        if self.model is None or self.mapper is None:
+            self.dropped["before_urdf"] += len(batch)
             return
+        if not len(batch):
+            return
+        if frame_id not in ("", self.sensor_frame):
+            self.wrong_frame = frame_id
+            self._drop("wrong_frame", len(batch), f"wrench frame {frame_id!r} is not "
+                       f"sensor_frame {self.sensor_frame!r}")
+            return
+        self.wrong_frame = ""
+        keep = in_range(batch.times)
+        if not keep.all():
+            self._drop(OUT_OF_RANGE, int(np.count_nonzero(~keep)), "stamps out of range")
+            batch = batch.select(keep)
+            if not len(batch):
+                return
         try:
             order = self.mapper.indices(names)
             twist, proper = self.model.compute(
                 batch.position[:, order], batch.velocity[:, order], batch.acceleration[:, order]
             )
         except (InertialIdError, ValueError) as exc:
-            self.dropped += len(batch)
-            self.get_logger().warning(f"joint samples dropped: {exc}", throttle_duration_sec=2.0)
+            self._drop("invalid", len(batch), str(exc))
             return
-        if frame_id not in ("", self.sensor_frame):
-            self.get_logger().warning(
-                f"wrench frame {frame_id!r} is not sensor_frame "
-                f"{self.sensor_frame!r}: the wrench must be expressed in the sensor frame",
-                throttle_duration_sec=10.0,
-            )
         self.publisher.publish(self.encoder.sensor_samples(
             batch.times, self.sensor_frame, twist=twist, proper_acceleration=proper,
             wrench=batch.wrench, wrench_raw=batch.wrench_raw))

@@ -16,7 +16,6 @@ With ``mode: links`` it identifies the robot's links from joint torques instead
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 
 import numpy as np
@@ -29,6 +28,7 @@ from std_srvs.srv import Trigger
 from inertial_id.cdr import CdrDecoder
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.online import OnlineEstimator, StepResult
+from inertial_id.core.timepolicy import RESETS
 from inertial_id.msg import ContactAnomaly, InertialParameters, SensorSamples
 from inertial_id.nodes.common import (
     Diagnostics,
@@ -40,6 +40,7 @@ from inertial_id.nodes.common import (
     to_stamp,
 )
 from inertial_id.nodes.conversions import (
+    UndecodableError,
     array_to_wrench,
     body_to_inertia_stamped,
     estimate_to_msg,
@@ -71,7 +72,7 @@ class Solver(Node):
         self.frame_id = ""
         self.last_stamp: float | None = None  # s, stamp of the newest sample used
         self.status = (DiagnosticStatus.WARN, "waiting for samples")
-        self.samples_received = 0
+        self.samples_received = self.undecodable = self.invalid = 0
         self.latencies = RecentValues(LATENCY_WINDOW)
         self._since_contact_msg = 0
         self._was_in_contact = False
@@ -109,17 +110,25 @@ class Solver(Node):
     def on_samples(self, raw: bytes) -> None:
         try:
             samples, frame_id = sensor_samples_from_bytes(raw, self.decoder)
-            if not samples["times"].size:
-                return
-            step = self.online.add(**samples)
-        except (InertialIdError, ValueError, struct.error) as exc:
+        except UndecodableError as exc:
+            self.undecodable += 1
             self.get_logger().warning(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
             return
-        now = self.get_clock().now().nanoseconds * 1e-9
-        self.latencies.extend(now - samples["times"])
+        if not samples["times"].size:
+            return
         self.samples_received += samples["times"].size
+        try:
+            step = self.online.add(**samples)
+        except InertialIdError as exc:
+            self.invalid += samples["times"].size
+            self.get_logger().warning(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
+            return
+        if not step.times.size:
+            return
+        now = self.get_clock().now().nanoseconds * 1e-9
+        self.latencies.extend(now - step.times)
         self.frame_id = self.diagnostics.hardware_id = frame_id
-        self.last_stamp = float(samples["times"][-1])
+        self.last_stamp = float(step.times[-1])
         for event in step.events:
             self.get_logger().info(f"{event} at t = {step.times[-1]:.3f} s")
         if self.online.estimate is not None:
@@ -138,8 +147,10 @@ class Solver(Node):
         for k in sorted(due):
             header = Header(stamp=to_stamp(float(step.times[k])), frame_id=self.frame_id)
             residual = array_to_wrench(step.residual[k])
+            trained = bool(np.isfinite(step.threshold))
             self.contact_pub.publish(ContactAnomaly(
-                header=header, t2=float(step.t2[k]), threshold=float(step.threshold),
+                header=header, monitor_trained=trained, t2=float(step.t2[k]),
+                threshold=float(step.threshold) if trained else 0.0,
                 confidence=self.online.config.confidence, contact=bool(step.contact[k]),
                 residual=residual,
             ))
@@ -175,11 +186,19 @@ class Solver(Node):
         """Diagnostics: state, counts, latency (stamp to use), the estimate's key numbers."""
         level, message = self.status
         online = self.online
+        ledger = online.ledger()
         values = {"samples_received": str(self.samples_received),
-                  "samples_used": f"{online.identifier.statistics.samples:.0f}",
+                  "samples_used": str(ledger["used"]),
+                  "samples_held": str(ledger["held"]),
+                  "messages_undecodable": str(self.undecodable),
+                  "dropped_invalid": str(self.invalid),
+                  **{k: str(v) for k, v in ledger.items() if k.startswith("dropped_")},
                   "contacts": str(len(online.contacts)),
                   "payload_changes": str(len(online.payload_changes)),
-                  "t2_threshold": f"{online.monitor.threshold:.3g}"}
+                  "monitor": ("trained" if online.monitor.ready else "training"),
+                  "stamp_resets": str(online.counters[RESETS])}
+        if online.monitor.ready:
+            values["t2_threshold"] = f"{online.monitor.threshold:.3g}"
         if len(self.latencies):
             p50, p99 = self.latencies.percentiles([50, 99]) * 1e3
             values.update({"latency_p50_ms": f"{p50:.2f}", "latency_p99_ms": f"{p99:.2f}"})
