@@ -42,6 +42,7 @@ from inertial_id.core.pipeline import PayloadPipeline
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
     BUNDLED_SENSOR_FRAME,
+    DEFAULT_OFFSET,
     FourierTrajectory,
     PayloadSimulation,
     bundled_urdf_path,
@@ -922,3 +923,122 @@ def test_batches_leave_when_data_arrives_and_at_most_publish_rate_a_second(
         h.spin(4.0)
         assert len(gatherer.gathering.pop_ready()) == 0, "ready samples were left behind"
         assert sum(len(m.stamps) for m in batches) == gatherer.published > 0
+
+
+# ----------------------------------------------------------------------------------------------
+# bytes that are no message, on every input (issue: one such payload ended a node)
+
+BAD_PAYLOADS = (
+    b"",                                    # nothing
+    b"\x00\x00\x00\x00" + bytes(range(64)),  # big-endian CDR: rclpy's deserialiser raises
+    b"\x00\x01\x00\x00" + bytes(range(40)),  # little-endian header, junk after it
+    bytes(range(256)) * 3,                  # no encapsulation header at all
+)
+
+
+def test_undecodable_bytes_on_every_input_are_counted_and_the_pipeline_goes_on(
+        data: Recording) -> None:
+    with harness() as h:
+        joint_samples_pub = h.node.create_publisher(JointSamples, "joint_samples",
+                                                    pipeline_qos())
+        h.stream(data, 0.0, 1.0)
+        good_joint = serialize_message(JointState(
+            header=Header(stamp=to_stamp(START + 1.0)), name=list(data.joint_names),
+            position=[float(x) for x in data.position[0]]))
+        cut_in_a_name = good_joint[:30]
+        for raw in (*BAD_PAYLOADS, cut_in_a_name):
+            for publisher in (h.joint_pub, h.wrench_pub, joint_samples_pub, h.sensor_pub):
+                publisher.publish(raw)
+            h.spin(0.02)
+        h.sent["joint"] += len(BAD_PAYLOADS) + 1
+        h.sent["wrench"] += len(BAD_PAYLOADS) + 1
+        h.stream(data, 1.0, 4.0)
+        estimate = h.wait_for_estimate()
+        assert abs(estimate.mass - TRUE_MASS) < 0.02 * TRUE_MASS
+        status = h.fresh_diagnostics()
+        bad = len(BAD_PAYLOADS) + 1
+        assert dropped(status["gatherer"], "joint_state_undecodable") == bad
+        assert dropped(status["gatherer"], "wrench_undecodable") == bad
+        assert int(status["kinematics"].values["messages_undecodable"]) == bad
+        assert int(status["solver"].values["messages_undecodable"]) == bad
+        # nothing poisoned the decoders: every good message after the junk was used
+        assert dropped(status["gatherer"], "joint_state_invalid") == 0
+        assert int(status["gatherer"].values["wrenches_unaccounted"]) == 0
+        h.assert_nothing_inconsistent()
+
+
+def test_conflicting_duplicate_joints_are_rejected_and_counted(data: Recording) -> None:
+    names = [*data.joint_names, data.joint_names[1]]
+
+    def duplicated(k: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+        q = np.append(data.position[k], data.position[k][1] + (0.3 if k % 10 == 0 else 0.0))
+        return names, q, np.append(data.velocity[k], data.velocity[k][1])
+
+    with harness(nodes=("gatherer",)) as h:
+        h.stream(data, 0.0, 2.0, joint=duplicated)
+        g = h.fresh_diagnostics()["gatherer"]
+        conflicting = sum(1 for k, t in enumerate(data.joint_t) if t < 2.0 and k % 10 == 0)
+        assert dropped(g, "joint_state_duplicate_joints") == conflicting
+        assert published(g) > 0  # the agreeing duplicates are fine
+
+
+def test_wrenches_in_another_frame_are_an_error_not_an_estimate(data: Recording) -> None:
+    with harness() as h:
+        h.stream(data, 0.0, 2.0)
+        for n, (kind, k) in enumerate(data.events(2.0, 4.0)):
+            if kind == "joint":
+                h.joint_state(START + data.joint_t[k], data.joint_names, data.position[k])
+            else:
+                h.wrench(START + data.wrench_t[k], data.wrench[k], frame="tool0")
+            if n % 20 == 0:
+                h.drain()
+        h.drain()
+        h.spin(0.5)
+        status = h.fresh_diagnostics()
+        k = status["kinematics"]
+        assert k.level == ERROR and "'tool0'" in k.message and FRAME in k.message
+        assert dropped(k, "wrong_frame") > 0
+
+
+@pytest.mark.parametrize(("param", "message"), [
+    ("epsilon:=.nan", "solver: epsilon must be a finite number >= 0, got nan"),
+    ("publish_rate:=0.0", "solver: publish_rate must be a finite number > 0, got 0.0"),
+    ("confidence:=1.5", "solver: confidence must be a finite number > 0"),
+])
+def test_bad_parameter_values_stop_the_node_with_one_line(
+        ros_env: dict[str, str], param: str, message: str) -> None:
+    code, output, _ = _run_node("inertial_id_solver", ros_env, param)
+    assert code == 1, output
+    assert message in output and "Traceback" not in output, output
+
+
+# ----------------------------------------------------------------------------------------------
+# the core objects behind those nodes
+
+
+def test_tare_right_before_a_solve_keeps_the_tared_offset_and_an_honest_converged() -> None:
+    """A solve right after a tare used to publish offset 0 (undetermined) with condition
+    number inf and converged true; now the tared offset stays until data determine one."""
+    pipeline = _core_pipeline()
+    data = Recording(4.0, seed=3)
+    _feed(pipeline, data, 0.0, 3.0)
+    assert pipeline.solve() is not None and pipeline.online.converged
+    tared = pipeline.online.tare()
+    estimate = pipeline.solve()
+    assert estimate is not None
+    np.testing.assert_array_equal(estimate.offset, tared.offset)
+    assert np.isfinite(estimate.condition_number)
+    _feed(pipeline, data, 3.0, 4.0)
+    estimate = pipeline.solve()
+    assert np.isfinite(estimate.offset_std).all() and np.isfinite(estimate.condition_number)
+    # estimated again from 1 s of data (as the replay test's tolerance)
+    offset_error = np.abs(estimate.offset - DEFAULT_OFFSET)
+    assert offset_error[:3].max() < 0.1 and offset_error[3:].max() < 0.01
+    assert pipeline.online.converged == bool(
+        estimate.std[0] < pipeline.online.config.converged_mass_std * estimate.pi[0])
+
+
+def test_tare_without_an_estimate_is_refused() -> None:
+    online = OnlineEstimator()
+    with pytest.raises(InertialIdError, match="tare needs"):
+        online.tare()
