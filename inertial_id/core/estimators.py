@@ -142,7 +142,8 @@ def make_estimate(
     With block scores in ``stats`` (:attr:`SufficientStatistics.scores`) the covariance is the
     block-robust sandwich ``G/(G-1) H^-1 (sum_j g_j g_j^T) H^-1`` of
     :mod:`inertial_id.core.covariance` (scalar design effect on the classical matrix while
-    there are fewer than :data:`~inertial_id.core.covariance.MIN_BLOCKS` blocks); without,
+    there are fewer than :data:`~inertial_id.core.covariance.MIN_BLOCKS_PER_UNKNOWN` blocks
+    per unknown); without,
     the classical ``sigma^2 (A^T W A)^-1`` with ``sigma^2 = residual / (rows - n)``, which
     assumes white noise. ``covariance_type`` says which.
 

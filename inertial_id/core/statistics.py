@@ -48,6 +48,7 @@ class SufficientStatistics:
     _block: SufficientStatistics | None = field(init=False, default=None, repr=False)
     _scores: RecursiveBlockScores | None = field(init=False, default=None, repr=False)
     _given_scores: BlockScores | None = field(init=False, default=None, repr=False)
+    _block_count: int = field(init=False, default=0, repr=False)  # unscaled samples in it
 
     def __post_init__(self) -> None:
         self.information = np.zeros((self.n_unknowns, self.n_unknowns))
@@ -71,7 +72,8 @@ class SufficientStatistics:
         self._accumulate(information, moment, energy, b.size, samples)
         if self._block is not None:
             self._block._accumulate(information, moment, energy, b.size, samples)
-            if self._block.samples >= self.score_block:
+            self._block_count += samples
+            if self._block_count >= self.score_block:
                 self._close_block()
 
     def _accumulate(self, information: NDArray[np.float64], moment: NDArray[np.float64],
@@ -87,6 +89,7 @@ class SufficientStatistics:
         if self._block is not None and self._scores is not None and self._block.samples > 0:
             self._scores.add_block(self._block.information, self._block.moment)
             self._block = SufficientStatistics(self.n_unknowns)
+            self._block_count = 0
 
     @property
     def scores(self) -> BlockScores | None:
@@ -171,6 +174,7 @@ class SufficientStatistics:
         if self._scores is not None and self._block is not None:
             out._scores = self._scores.copy()
             out._block = self._block.copy()
+            out._block_count = self._block_count
         return out
 
     def residual(self, x: ArrayLike) -> float:
