@@ -79,6 +79,9 @@ class ReplayResult:
                 "inertia_com": [float(v) for v in vector_from_symmetric(e.body.inertia_com)],
                 "pi": [float(v) for v in e.pi],
                 "std": [float(v) for v in e.std],
+                "com_std": [float(v) for v in e.com_std],
+                "inertia_com_std": [float(v) for v in e.inertia_com_std],
+                "covariance_type": e.covariance_type,
                 "wrench_offset": [float(v) for v in e.offset],
                 "physically_consistent": bool(e.physically_consistent),
             }

@@ -17,6 +17,13 @@ import cvxpy as cp
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from inertial_id.core.covariance import (
+    com_jacobian,
+    derived_covariance,
+    inertia_com_jacobian,
+    robust_covariance,
+    std_from_covariance,
+)
 from inertial_id.core.errors import SolverError
 from inertial_id.core.parameters import (
     PI_NAMES,
@@ -37,7 +44,8 @@ class Estimate:
     """An estimate of the payload parameters and the F/T offset, with its uncertainty.
 
     ``body`` holds ``pi`` in the sensor frame about its origin; ``offset`` is the F/T bias
-    ``[fx, fy, fz, tx, ty, tz]``; ``covariance`` is 16x16 over ``[pi; offset]``;
+    ``[fx, fy, fz, tx, ty, tz]``; ``covariance`` is 16x16 over ``[pi; offset]`` (SI units,
+    sensor frame); ``covariance_type`` says how it was computed (see :func:`make_estimate`);
     ``condition_number`` is that of the column-scaled regressor; ``min_eigenvalue`` is the
     smallest eigenvalue of ``J(pi)`` (positive means physically consistent).
     """
@@ -48,6 +56,7 @@ class Estimate:
     samples: float
     condition_number: float
     method: str
+    covariance_type: str = "classical"
 
     @property
     def pi(self) -> NDArray[np.float64]:
@@ -56,13 +65,30 @@ class Estimate:
 
     @property
     def std(self) -> NDArray[np.float64]:
-        """Standard deviation of each entry of ``pi``."""
-        return np.sqrt(np.clip(np.diag(self.covariance)[:N_PI], 0.0, None))
+        """Standard deviation of each entry of ``pi`` (kg, kg m, kg m^2)."""
+        return std_from_covariance(self.covariance)[:N_PI]
 
     @property
     def offset_std(self) -> NDArray[np.float64]:
-        """Standard deviation of each entry of the offset."""
-        return np.sqrt(np.clip(np.diag(self.covariance)[N_PI:], 0.0, None))
+        """Standard deviation of each entry of the offset (N, N m)."""
+        return std_from_covariance(self.covariance)[N_PI:]
+
+    @property
+    def com_covariance(self) -> NDArray[np.float64]:
+        """3x3 covariance of the CoM (m^2, sensor frame), delta method."""
+        return derived_covariance(com_jacobian(self.pi), self.covariance[:N_PI, :N_PI])
+
+    @property
+    def com_std(self) -> NDArray[np.float64]:
+        """Standard deviation of the CoM ``[cx, cy, cz]`` (m, sensor frame), delta method."""
+        return std_from_covariance(self.com_covariance)
+
+    @property
+    def inertia_com_std(self) -> NDArray[np.float64]:
+        """Standard deviation of the inertia about the CoM, ``[Ixx, Ixy, Ixz, Iyy, Iyz, Izz]``
+        (kg m^2, sensor axes), delta method."""
+        jac = inertia_com_jacobian(self.pi)
+        return std_from_covariance(derived_covariance(jac, self.covariance[:N_PI, :N_PI]))
 
     @property
     def relative_std(self) -> NDArray[np.float64]:
@@ -111,18 +137,42 @@ def covariance_factor(information: NDArray[np.float64]) -> NDArray[np.float64]:
 def make_estimate(
     stats: SufficientStatistics, x: NDArray[np.float64], method: str, offset_known: bool = False
 ) -> Estimate:
-    """Package a solution with its covariance ``sigma^2 (A^T W A)^-1``.
+    """Package a solution ``x = [pi; offset]`` with its covariance.
+
+    With block scores in ``stats`` (:attr:`SufficientStatistics.scores`) the covariance is the
+    block-robust sandwich ``G/(G-1) H^-1 (sum_j g_j g_j^T) H^-1`` of
+    :mod:`inertial_id.core.covariance` (scalar design effect on the classical matrix while
+    there are fewer than :data:`~inertial_id.core.covariance.MIN_BLOCKS_PER_UNKNOWN` blocks
+    per unknown); without,
+    the classical ``sigma^2 (A^T W A)^-1`` with ``sigma^2 = residual / (rows - n)``, which
+    assumes white noise. ``covariance_type`` says which.
+
+    The scores are evaluated at ``x`` whatever produced it. When the LMI is active (``x`` on
+    the boundary of the consistent set), the reported covariance is therefore that of the
+    unconstrained linearisation at the constrained estimate: it ignores that the constraint
+    truncates the distribution, so it over-states the spread towards the infeasible side and
+    is not a confidence set for the truncated estimator; the residual's extra misfit at a
+    boundary point enters the scores and inflates it slightly.
 
     With ``offset_known`` only ``pi`` was estimated: its covariance comes from the ``pi``
-    block of the information matrix and the offset's is zero.
+    block and the offset's is zero. Unknowns the data do not determine get infinite variance.
     """
     n = N_PI if offset_known else N_UNKNOWNS
     dof = max(stats.rows - n, 1.0)
     sigma2 = stats.residual(x) / dof
-    covariance = np.zeros((N_UNKNOWNS, N_UNKNOWNS))
     factor = covariance_factor(stats.information[:n, :n])
-    finite = np.where(np.isinf(factor), 0.0, factor)
-    covariance[:n, :n] = np.where(np.isinf(factor), np.inf, sigma2 * finite)
+    undetermined = np.isinf(np.diag(factor))
+    bread = np.where(np.isinf(factor), 0.0, factor)
+    block, kind = sigma2 * bread, "classical"
+    scores = stats.scores
+    if scores is not None and scores.effective_blocks > 1.0:
+        meat = scores.meat(np.asarray(x, dtype=float))[:n, :n]
+        block, kind = robust_covariance(bread, meat, scores.effective_blocks, block)
+    block[undetermined, :] = 0.0
+    block[:, undetermined] = 0.0
+    block[undetermined, undetermined] = np.inf
+    covariance = np.zeros((N_UNKNOWNS, N_UNKNOWNS))
+    covariance[:n, :n] = block
     return Estimate(
         body=BodyParameters.from_pi(x[:N_PI]),
         offset=x[N_PI:].copy(),
@@ -130,6 +180,7 @@ def make_estimate(
         samples=stats.samples,
         condition_number=scaled_condition_number(stats.information[:n, :n]),
         method=method,
+        covariance_type=kind,
     )
 
 

@@ -45,6 +45,10 @@ class PayloadConfig:
     ``regularization`` and ``constraints`` go to :class:`ConsistentEstimator`.
     ``known_offset``: a fixed F/T offset (e.g. zeros for a tared sensor); None estimates it.
     ``solve_timeout`` (s): a slower SDP solve fails (and the last estimate stays).
+    ``score_block_samples``: consecutive samples per block of the block-robust covariance
+    (:mod:`inertial_id.core.covariance`; 0: the classical covariance) in the cumulative and
+    forgetting modes; it should span several filter windows (250: 0.25 s at 1 kHz against the
+    default 80 ms window). The sliding window uses its own blocks of ``block_samples``.
     """
 
     wrench_sign: str = "payload_on_sensor"
@@ -63,6 +67,7 @@ class PayloadConfig:
     solve_timeout: float | None = None
     time_budget: float | None = None
     pls_components: int = 0
+    score_block_samples: int = 250
 
     def __post_init__(self) -> None:
         wrench_sign(self.wrench_sign)
@@ -72,8 +77,9 @@ class PayloadConfig:
             raise InertialIdError("noise standard deviations must be positive")
         if not 0.0 < self.forgetting_factor <= 1.0:
             raise InertialIdError("forgetting_factor must be in (0, 1]")
-        if self.window_samples < 0 or self.block_samples < 1:
-            raise InertialIdError("window_samples must be >= 0 and block_samples >= 1")
+        if self.window_samples < 0 or self.block_samples < 1 or self.score_block_samples < 0:
+            raise InertialIdError("window_samples and score_block_samples must be >= 0, "
+                                  "block_samples >= 1")
         if self.known_offset is not None and self.method in ("manifold", "pls"):
             raise InertialIdError(f"known_offset is not supported by method {self.method}")
         if self.prior is not None and len(self.prior) != 10:
@@ -103,7 +109,7 @@ class PayloadIdentifier:
 
     def reset(self) -> None:
         """Forget all data."""
-        self._all = SufficientStatistics(N_UNKNOWNS)
+        self._all = SufficientStatistics(N_UNKNOWNS, self.config.score_block_samples)
         self._window = None
         if self.config.window_samples > 0:
             blocks = max(1, self.config.window_samples // self.config.block_samples)

@@ -5,6 +5,11 @@ described by the information matrix ``A^T W A``, the moment ``A^T W b``, the ene
 ``b^T W b`` and the number of rows. Solvers only ever see these, so ten samples or a
 million cost the same to solve; merging two data sets is an addition, exponential forgetting
 is a scaling.
+
+With ``score_block > 0`` the statistics also keep the per-block sums of
+:class:`~inertial_id.core.covariance.RecursiveBlockScores` over consecutive blocks of
+``score_block`` samples, from which the estimators compute a block-robust (sandwich)
+covariance; :attr:`SufficientStatistics.scores` returns them with the current, partial block.
 """
 
 from __future__ import annotations
@@ -15,6 +20,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from inertial_id.core.covariance import (
+    BlockList,
+    BlockScores,
+    CombinedScores,
+    RecursiveBlockScores,
+)
 from inertial_id.core.errors import SampleError
 
 
@@ -23,19 +34,28 @@ class SufficientStatistics:
     """``A^T W A``, ``A^T W b``, ``b^T W b`` and counts for ``n_unknowns`` unknowns.
 
     ``samples`` counts wrench samples (6 rows each for a payload), ``rows`` counts equations;
-    under forgetting both are effective (scaled) counts.
+    under forgetting both are effective (scaled) counts. ``score_block``: samples per block of
+    the block scores (0: none kept; see the module docstring).
     """
 
     n_unknowns: int
+    score_block: int = 0
     information: NDArray[np.float64] = field(init=False)
     moment: NDArray[np.float64] = field(init=False)
     energy: float = field(init=False, default=0.0)
     rows: float = field(init=False, default=0.0)
     samples: float = field(init=False, default=0.0)
+    _block: SufficientStatistics | None = field(init=False, default=None, repr=False)
+    _scores: RecursiveBlockScores | None = field(init=False, default=None, repr=False)
+    _given_scores: BlockScores | None = field(init=False, default=None, repr=False)
+    _block_count: int = field(init=False, default=0, repr=False)  # unscaled samples in it
 
     def __post_init__(self) -> None:
         self.information = np.zeros((self.n_unknowns, self.n_unknowns))
         self.moment = np.zeros(self.n_unknowns)
+        if self.score_block > 0:
+            self._block = SufficientStatistics(self.n_unknowns)
+            self._scores = RecursiveBlockScores(self.n_unknowns)
 
     def add(self, a: ArrayLike, b: ArrayLike, weights: ArrayLike, samples: int) -> None:
         """Accumulate rows ``a`` (r, n) with targets ``b`` (r,) and row weights (r,)."""
@@ -47,41 +67,85 @@ class SufficientStatistics:
         if not (np.isfinite(a).all() and np.isfinite(b).all()):
             raise SampleError("regressor rows or measurements contain NaN or inf")
         aw = a.T * w
-        self.information += aw @ a
-        self.moment += aw @ b
-        self.energy += float(b @ (w * b))
-        self.rows += b.size
+        information, moment = aw @ a, aw @ b
+        energy = float(b @ (w * b))
+        self._accumulate(information, moment, energy, b.size, samples)
+        if self._block is not None:
+            self._block._accumulate(information, moment, energy, b.size, samples)
+            self._block_count += samples
+            if self._block_count >= self.score_block:
+                self._close_block()
+
+    def _accumulate(self, information: NDArray[np.float64], moment: NDArray[np.float64],
+                    energy: float, rows: float, samples: float) -> None:
+        self.information += information
+        self.moment += moment
+        self.energy += energy
+        self.rows += rows
         self.samples += samples
 
+    def _close_block(self) -> None:
+        """The current block is complete: into the block scores, and start a new one."""
+        if self._block is not None and self._scores is not None and self._block.samples > 0:
+            self._scores.add_block(self._block.information, self._block.moment)
+            self._block = SufficientStatistics(self.n_unknowns)
+            self._block_count = 0
+
+    @property
+    def scores(self) -> BlockScores | None:
+        """Block scores of these data (completed blocks and the current one), or ``None``
+        without ``score_block`` (or those set by :meth:`set_scores`)."""
+        if self._given_scores is not None:
+            return self._given_scores
+        if self._scores is None or self._block is None:
+            return None
+        if self._block.samples <= 0:
+            return self._scores
+        partial = BlockList(self._block.information[None], self._block.moment[None])
+        return CombinedScores([self._scores, partial])
+
+    def set_scores(self, scores: BlockScores) -> None:
+        """Use these block scores (kept elsewhere, e.g. by a sliding window) for these data."""
+        self._given_scores = scores
+
     def merge(self, other: SufficientStatistics) -> None:
-        """Add another data set's statistics to these."""
+        """Add another data set's statistics to these (its partial block counts as a block)."""
         if other.n_unknowns != self.n_unknowns:
             raise SampleError("cannot merge statistics of different sizes")
-        self.information += other.information
-        self.moment += other.moment
-        self.energy += other.energy
-        self.rows += other.rows
-        self.samples += other.samples
+        self._accumulate(other.information, other.moment, other.energy, other.rows,
+                         other.samples)
+        if self._scores is not None and other._scores is not None:
+            self._scores.merge(other._scores)
+            if other._block is not None and other._block.samples > 0:
+                self._scores.add_block(other._block.information, other._block.moment)
 
     def scale(self, factor: float) -> None:
-        """Multiply everything by ``factor`` (exponential forgetting when 0 < factor < 1)."""
+        """Multiply everything by ``factor`` (exponential forgetting when 0 < factor < 1);
+        the block scores' second moments scale by ``factor^2``."""
         self.information *= factor
         self.moment *= factor
         self.energy *= factor
         self.rows *= factor
         self.samples *= factor
+        if self._block is not None and self._scores is not None:
+            self._block.scale(factor)
+            self._scores.scale(factor)
 
     def eliminate_offset(self, n_kept: int) -> None:
         """Marginalise the unknowns after the first ``n_kept`` (Schur complement).
 
         The kept unknowns keep exactly the information the data give on them with the others
-        free; the others' blocks become zero (undetermined until new rows arrive).
+        free; the others' blocks become zero (undetermined until new rows arrive). Block
+        scores are mapped alike: each block becomes ``c' = P (c - H v)``, ``H' = P H P^T``
+        with ``P = [I, -H_po H_oo^+; 0, 0]`` and ``v = [0; H_oo^+ c_o]``, which sum to the
+        reduced statistics and give the scores of the kept unknowns with the others profiled.
         """
         h, g = self.information, self.moment
         h_oo = h[n_kept:, n_kept:]
         if np.any(np.diag(h_oo) > 0):
             solve = np.linalg.pinv(h_oo, hermitian=True)
             h_po = h[:n_kept, n_kept:]
+            self._transform_blocks(n_kept, -h_po @ solve, solve @ g[n_kept:])
             self.energy -= float(g[n_kept:] @ solve @ g[n_kept:])
             self.moment = np.concatenate((g[:n_kept] - h_po @ solve @ g[n_kept:],
                                           np.zeros(self.n_unknowns - n_kept)))
@@ -89,10 +153,28 @@ class SufficientStatistics:
             self.information = np.zeros_like(h)
             self.information[:n_kept, :n_kept] = reduced
 
+    def _transform_blocks(self, n_kept: int, coupling: NDArray[np.float64],
+                          profiled: NDArray[np.float64]) -> None:
+        """Apply the elimination map of :meth:`eliminate_offset` to the block scores."""
+        if self._scores is None or self._block is None:
+            return
+        p = np.zeros((self.n_unknowns, self.n_unknowns))
+        p[:n_kept, :n_kept] = np.eye(n_kept)
+        p[:n_kept, n_kept:] = coupling
+        v = np.concatenate((np.zeros(n_kept), profiled))
+        self._scores.transform(p, v)
+        block = self._block
+        block.moment = p @ (block.moment - block.information @ v)
+        block.information = p @ block.information @ p.T
+
     def copy(self) -> SufficientStatistics:
-        """An independent copy."""
-        out = SufficientStatistics(self.n_unknowns)
-        out.merge(self)
+        """An independent copy (block scores and the current block included)."""
+        out = SufficientStatistics(self.n_unknowns, self.score_block)
+        out._accumulate(self.information, self.moment, self.energy, self.rows, self.samples)
+        if self._scores is not None and self._block is not None:
+            out._scores = self._scores.copy()
+            out._block = self._block.copy()
+            out._block_count = self._block_count
         return out
 
     def residual(self, x: ArrayLike) -> float:
@@ -136,8 +218,20 @@ class SlidingWindow:
 
     @property
     def statistics(self) -> SufficientStatistics:
-        """The window's statistics (a new object: the sum of its blocks)."""
+        """The window's statistics (a new object: the sum of its blocks), with its blocks as
+        block scores."""
         total = self._current.copy()
         for block in self._blocks:
             total.merge(block)
+        total.set_scores(self.scores)
         return total
+
+    @property
+    def scores(self) -> BlockList:
+        """The window's blocks (the current one too if it holds samples) as block scores."""
+        blocks = [*self._blocks, self._current] if self._current.samples > 0 else [*self._blocks]
+        n = self.n_unknowns
+        if not blocks:
+            return BlockList(np.zeros((0, n, n)), np.zeros((0, n)))
+        return BlockList(np.stack([b.information for b in blocks]),
+                         np.stack([b.moment for b in blocks]))
