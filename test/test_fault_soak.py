@@ -1,0 +1,26 @@
+"""The four-process pipeline under injected faults (``bench/fault_soak.py``, 20 s)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import fault_soak  # noqa: E402
+
+
+def test_faults_kill_stall_or_corrupt_nothing(ros_env: dict[str, str]) -> None:
+    report = fault_soak.run(duration=20.0, fault_rate=5.0, env=ros_env, seed=1)
+    summary = "\n".join(report.lines())
+    assert all(count > 0 for count in report.injected.values()), summary
+    assert report.estimates > 20, summary
+    assert not report.deaths, summary
+    assert not report.stalls, summary
+    assert report.inconsistent == 0, summary
+    assert not report.wrong, summary
+    assert report.unaccounted and not any(report.unaccounted.values()), summary
+    g = report.ledgers["gatherer"]
+    assert int(g["dropped_wrench_undecodable"]) == report.injected["undecodable"]
+    assert int(report.ledgers["solver"]["messages_undecodable"]) == report.injected["undecodable"]
+    assert int(g["dropped_joint_state_duplicate_joints"]) == report.injected["duplicates"]
