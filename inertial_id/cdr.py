@@ -42,6 +42,7 @@ class CdrDecoder:
     _STAMP = struct.Struct("<iI")
     _COUNT = struct.Struct("<I")
     _WRENCH = struct.Struct("<6d")
+    _UINT64 = struct.Struct("<Q")
     _MAX_NAMES = 100_000
     MAX_CACHED_LISTS = 64
     """Distinct joint name lists remembered; the cache starts over when a stream keeps
@@ -136,9 +137,9 @@ class CdrDecoder:
             raise ValueError(f"{values.size} values for {count} samples of {width}")
         return values.reshape(count, width), pos
 
-    def joint_samples(self, raw: bytes) -> tuple[SyncedSamples, tuple[str, ...], str]:
+    def joint_samples(self, raw: bytes) -> tuple[SyncedSamples, tuple[str, ...], str, int]:
         """An ``inertial_id/JointSamples`` payload: the batch (joints in the message's order),
-        the joint names and the frame id."""
+        the joint names, the frame id and ``samples_before``."""
         _, frame_id, pos = self._header(raw)
         names, pos = self._name_list(raw, pos)
         times, pos = self._times(raw, pos)
@@ -146,18 +147,25 @@ class CdrDecoder:
         for width in (len(names),) * 3 + (6, 6):
             values, pos = self._rows(raw, pos, times.size, width)
             fields.append(values)
-        return SyncedSamples(times, *fields), names, frame_id
+        return SyncedSamples(times, *fields), names, frame_id, self._count(raw, pos)
 
-    def sensor_samples(self, raw: bytes) -> tuple[dict[str, NDArray[np.float64]], str]:
+    def sensor_samples(self, raw: bytes) -> tuple[dict[str, NDArray[np.float64]], str, int]:
         """An ``inertial_id/SensorSamples`` payload: ``times`` (N,) and ``twist``,
         ``proper_acceleration``, ``wrench``, ``wrench_raw`` (N, 6) (the keyword arguments of
-        :meth:`~inertial_id.core.online.OnlineEstimator.add`), and the frame id."""
+        :meth:`~inertial_id.core.online.OnlineEstimator.add`), the frame id and
+        ``samples_before``."""
         _, frame_id, pos = self._header(raw)
         samples = {}
         samples["times"], pos = self._times(raw, pos)
         for field in SENSOR_FIELDS:
             samples[field], pos = self._rows(raw, pos, samples["times"].size, 6)
-        return samples, frame_id
+        return samples, frame_id, self._count(raw, pos)
+
+    def _count(self, raw: bytes, pos: int) -> int:
+        """The ``uint64`` at payload offset ``pos`` (aligned to 8), the payload's last field."""
+        pos = (pos + 7) & -8
+        (value,) = self._UINT64.unpack_from(raw, 4 + pos)
+        return int(value)
 
 
 def stamp_parts(seconds: float) -> tuple[int, int]:
@@ -189,6 +197,7 @@ class CdrEncoder:
 
     _HEADER = struct.Struct("<4siII")
     _COUNT = struct.Struct("<I")
+    _UINT64 = struct.Struct("<Q")
 
     def __init__(self) -> None:
         self._names: dict[tuple[str, ...], bytes] = {}
@@ -249,7 +258,7 @@ class CdrEncoder:
         out += stamps.tobytes()
 
     def joint_samples(self, batch: SyncedSamples, joint_names: Sequence[str],
-                      frame_id: str) -> bytes:
+                      frame_id: str, samples_before: int = 0) -> bytes:
         """An ``inertial_id/JointSamples`` of a non-empty batch (header stamp: its last
         sample's; ``joint_names`` in the batch's column order)."""
         out = self._header(float(batch.times[-1]), frame_id)
@@ -258,9 +267,14 @@ class CdrEncoder:
         for values in (batch.position, batch.velocity, batch.acceleration, batch.wrench,
                        batch.wrench_raw):
             self._doubles(out, values)
+        self._uint64(out, samples_before)
         return bytes(out)
 
-    def sensor_samples(self, times: ArrayLike, frame_id: str,
+    def _uint64(self, out: bytearray, value: int) -> None:
+        self._align(out, 8)
+        out += self._UINT64.pack(value)
+
+    def sensor_samples(self, times: ArrayLike, frame_id: str, samples_before: int = 0,
                        **fields: NDArray[np.float64]) -> bytes:
         """An ``inertial_id/SensorSamples`` of N > 0 samples: ``times`` (N,) s and the (N, 6)
         arrays named in :data:`SENSOR_FIELDS` (header stamp: the last sample's)."""
@@ -269,4 +283,5 @@ class CdrEncoder:
         self._times(out, times)
         for name in SENSOR_FIELDS:
             self._doubles(out, fields[name])
+        self._uint64(out, samples_before)
         return bytes(out)

@@ -198,7 +198,9 @@ def _replay(args: argparse.Namespace) -> int:
         args.report.mkdir(parents=True, exist_ok=True)
         for path in write_report(result, args.report, truth, bag=args.bag):
             print(f"wrote {path}")
-    return 0 if result.estimate is not None else 3
+    for error in result.setup_errors:
+        print(f"inertial-id replay: set-up error: {error}", file=sys.stderr)
+    return 0 if result.estimate is not None and not result.setup_errors else 3
 
 
 def _ground_truth(bag: Path) -> dict | None:

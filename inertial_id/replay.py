@@ -66,6 +66,7 @@ class ReplayResult:
     pipeline: PayloadPipeline
     dropped: dict[str, int] = field(default_factory=dict)
     ledger: dict[str, Any] = field(default_factory=dict)
+    setup_errors: list[str] = field(default_factory=list)
 
     def to_yaml(self) -> dict[str, Any]:
         """The replay output contract (DESIGN.md)."""
@@ -88,6 +89,7 @@ class ReplayResult:
         doc["contacts"] = [[round(float(a), 4), round(float(b), 4)] for a, b in self.contacts]
         doc["samples_used"] = self.samples_used
         doc["ledger"] = self.ledger
+        doc["setup_errors"] = list(self.setup_errors)
         return doc
 
 
@@ -252,6 +254,7 @@ def replay(options: ReplayOptions) -> ReplayResult:
         pipeline=pipeline,
         dropped=dict(fed.dropped),
         ledger=data_ledger(fed, pipeline),
+        setup_errors=[p.message for p in online.setup_problems],
     )
 
 
@@ -309,18 +312,22 @@ def summary_lines(result: ReplayResult) -> list[str]:
     """A short human-readable summary of a replay."""
     e = result.estimate
     ledger = result.ledger
-    lines = [f"samples processed {result.samples_processed}, used {result.samples_used}"
+    lines = [f"SET-UP ERROR: {error}" for error in result.setup_errors]
+    lines += [f"samples processed {result.samples_processed}, used {result.samples_used}"
              + (f" ({100.0 * ledger['used_share']:.1f} % of {ledger['wrenches']} wrenches)"
                 if ledger.get("wrenches") else "")]
     if e is None:
         return [*lines, "no estimate (too few samples?)"]
     std = e.std
+    v = result.pipeline.online.verdicts
+    converged = {True: "converged", False: "not converged"}
     lines += [
-        f"mass   {e.body.mass:.4f} kg (sigma {std[0]:.2g})",
-        "CoM    [" + ", ".join(f"{v:.4f}" for v in e.body.com) + "] m, sensor frame "
+        f"mass   {e.body.mass:.4f} kg (sigma {std[0]:.2g}, {converged[v.mass]})",
+        "CoM    [" + ", ".join(f"{c:.4f}" for c in e.body.com) + "] m (sigma ["
+        + ", ".join(f"{c:.2g}" for c in e.com_std) + f"], {converged[v.com]}), sensor frame "
         f"{result.frame}",
-        "I_com  [" + ", ".join(f"{v:.3g}" for v in vector_from_symmetric(e.body.inertia_com))
-        + "] kg m^2 (xx xy xz yy yz zz)",
+        "I_com  [" + ", ".join(f"{c:.3g}" for c in vector_from_symmetric(e.body.inertia_com))
+        + f"] kg m^2 (xx xy xz yy yz zz; {converged[v.inertia]})",
         "offset [" + ", ".join(f"{v:.3f}" for v in e.offset) + "] N, N m",
         f"physically consistent {e.physically_consistent} (min eig J "
         f"{e.min_eigenvalue:.2e}), condition number {e.condition_number:.1f}",

@@ -353,6 +353,10 @@ def _event_lines(result: ReplayResult, truth: dict[str, Any] | None) -> list[str
 def _dropped_lines(result: ReplayResult) -> list[str]:
     """Messages dropped by replay, what the synchroniser discarded, failed solves."""
     lines = ["## Dropped data", ""]
+    if result.ledger:
+        ledger = result.ledger
+        lines += [f"- wrenches {ledger['wrenches']}: synchronised {ledger['synchronised']}, "
+                  f"used {ledger['used']} ({100.0 * ledger['used_share']:.1f} %)"]
     dropped = dict(result.dropped)
     synchronizer = getattr(result.pipeline.gathering, "synchronizer", None)
     counters = dict(getattr(synchronizer, "counters", {}) or {})
@@ -372,8 +376,10 @@ def summary_markdown(result: ReplayResult, truth: dict[str, Any] | None = None,
     h = result.pipeline.history
     name = Path(bag).name if bag is not None else "(unnamed bag)"
     duration = (max(h.batch_time) - float(result.start_time)) if h.batch_time else 0.0
-    lines = [
-        f"# Replay of {name}", "",
+    lines = [f"# Replay of {name}", ""]
+    lines += [f"> **SET-UP ERROR**: {error}" for error in result.setup_errors]
+    lines += [""] if result.setup_errors else []
+    lines += [
         f"- sensor frame: {result.frame}",
         f"- duration of processed samples: {duration:.2f} s (from the first message)",
         f"- samples processed: {result.samples_processed}, used in the estimate: "
@@ -381,6 +387,10 @@ def summary_markdown(result: ReplayResult, truth: dict[str, Any] | None = None,
         f"- solves: {len(h.solve_time)}", "",
         "## Final estimate", "",
     ]
+    v = result.pipeline.online.verdicts
+    lines += [f"Converged (std under the thresholds): mass {v.mass}, CoM {v.com}, inertia "
+              f"{v.inertia}" + (" (but a set-up error stands)" if result.setup_errors else ""),
+              ""]
     e = result.estimate
     if e is None:
         lines += ["No estimate: too few samples, or every solve failed.", ""]

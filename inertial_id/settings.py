@@ -120,7 +120,12 @@ SOLVER_PARAMS = LINKS_PARAMS + (
           low=0),
     Param("min_samples", _O.min_samples, "samples before the first solve", low=1),
     Param("converged_mass_std", _O.converged_mass_std,
-          "relative mass std under which the estimate has converged", low=0, open_low=True),
+          "relative mass std under which the mass has converged", low=0, open_low=True),
+    Param("converged_com_std", _O.converged_com_std,
+          "m: CoM std (each axis) under which the CoM has converged", low=0, open_low=True),
+    Param("converged_inertia_std", _O.converged_inertia_std,
+          "inertia-about-CoM std (each entry) relative to the largest principal moment under "
+          "which the inertia has converged", low=0, open_low=True),
     Param("contact_detection", _O.monitor, "run the T^2 contact monitor"),
     Param("confidence", _O.confidence, "T^2 threshold confidence", low=0, high=0.999999999,
           open_low=True),
@@ -210,7 +215,10 @@ def online_config(values: Mapping[str, Any]) -> OnlineConfig:
     )
     return OnlineConfig(
         payload=payload, min_samples=int(v["min_samples"]),
-        converged_mass_std=float(v["converged_mass_std"]), monitor=bool(v["contact_detection"]),
+        converged_mass_std=float(v["converged_mass_std"]),
+        converged_com_std=float(v["converged_com_std"]),
+        converged_inertia_std=float(v["converged_inertia_std"]),
+        monitor=bool(v["contact_detection"]),
         confidence=float(v["confidence"]), training_samples=int(v["training_samples"]),
         on_samples=int(v["on_samples"]), off_samples=int(v["off_samples"]),
         release=float(v["release"]), gate_margin=float(v["gate_margin"]),

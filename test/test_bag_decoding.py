@@ -249,17 +249,19 @@ def test_joint_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObjec
     names = data.draw(st.lists(NAMES, max_size=8))
     frame = data.draw(NAMES)
     batch = _batch(data, len(names))
-    raw = CdrEncoder().joint_samples(batch, names, frame)
+    before = data.draw(st.integers(0, 2**64 - 1))
+    raw = CdrEncoder().joint_samples(batch, names, frame, before)
     expected = BATCH_TYPES.types["inertial_id/msg/JointSamples"](
         header=_rosbags_header(batch.times[-1], frame), joint_names=names,
         stamps=[_rosbags_time(t) for t in batch.times],
         position=batch.position.ravel(), velocity=batch.velocity.ravel(),
         acceleration=batch.acceleration.ravel(), wrench=batch.wrench.ravel(),
-        wrench_raw=batch.wrench_raw.ravel())
+        wrench_raw=batch.wrench_raw.ravel(), samples_before=before)
     assert raw == bytes(BATCH_TYPES.serialize_cdr(expected, "inertial_id/msg/JointSamples"))
-    decoded, decoded_names, decoded_frame = CdrDecoder().joint_samples(raw)
-    assert (list(decoded_names), decoded_frame) == (names, frame)
+    decoded, decoded_names, decoded_frame, decoded_before = CdrDecoder().joint_samples(raw)
+    assert (list(decoded_names), decoded_frame, decoded_before) == (names, frame, before)
     ros = deserialize_message(raw, JointSamples)
+    assert ros.samples_before == before
     np.testing.assert_array_equal(decoded.times,
                                   [s.sec + 1e-9 * s.nanosec for s in ros.stamps])
     for field in ("position", "velocity", "acceleration", "wrench", "wrench_raw"):
@@ -275,14 +277,15 @@ def test_sensor_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObje
     batch = _batch(data, 6)
     fields = dict(zip(SENSOR_FIELDS, (batch.position, batch.velocity, batch.wrench,
                                       batch.wrench_raw), strict=True))
-    raw = CdrEncoder().sensor_samples(batch.times, frame, **fields)
+    before = data.draw(st.integers(0, 2**64 - 1))
+    raw = CdrEncoder().sensor_samples(batch.times, frame, before, **fields)
     expected = BATCH_TYPES.types["inertial_id/msg/SensorSamples"](
         header=_rosbags_header(batch.times[-1], frame),
         stamps=[_rosbags_time(t) for t in batch.times],
-        **{name: values.ravel() for name, values in fields.items()})
+        **{name: values.ravel() for name, values in fields.items()}, samples_before=before)
     assert raw == bytes(BATCH_TYPES.serialize_cdr(expected, "inertial_id/msg/SensorSamples"))
-    samples, decoded_frame = CdrDecoder().sensor_samples(raw)
-    assert decoded_frame == frame
+    samples, decoded_frame, decoded_before = CdrDecoder().sensor_samples(raw)
+    assert (decoded_frame, decoded_before) == (frame, before)
     np.testing.assert_array_equal(
         samples["times"], [s + 1e-9 * ns for s, ns in map(stamp_parts, batch.times)])
     for name, values in fields.items():

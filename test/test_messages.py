@@ -49,6 +49,14 @@ SAMPLES: dict[str, dict] = {
         "condition_number": 1.7976931348623157e308,
         "method": "sdp/clarabel ✓ µ",
         "converged": True,
+        "mass_converged": True,
+        "com_converged": False,
+        "inertia_converged": True,
+        "com_std": [1e-4, 2e-5, math.inf],
+        "inertia_com_std": [1e-6 * (k + 1) for k in range(6)],
+        "wrench_offset_std": [0.01, 0.02, 0.03, 1e-3, 2e-3, 3e-3],
+        "covariance_type": "block_sandwich",
+        "setup_error": "wrench sign: the data fit a mass of -1.49 kg",
     },
     "ContactAnomaly": {
         "header": _header("tool0_ft"),
@@ -71,6 +79,7 @@ SAMPLES: dict[str, dict] = {
         "acceleration": [(-1.0) ** k * 10.0**k / 13.0 for k in range(9)],
         "wrench": [k / 17.0 - 1.0 for k in range(18)],
         "wrench_raw": [k / 31.0 + 0.5 for k in range(18)],
+        "samples_before": 2**64 - 1,
     },
     "SensorSamples": {
         "header": _header("ft_sensor"),
@@ -79,6 +88,7 @@ SAMPLES: dict[str, dict] = {
         "proper_acceleration": [9.81 * (k - 6) / 23.0 for k in range(12)],
         "wrench": [-(k + 1) / 29.0 for k in range(12)],
         "wrench_raw": [(k + 2) / 37.0 for k in range(12)],
+        "samples_before": 123_456_789_012,
     },
 }
 

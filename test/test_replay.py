@@ -30,6 +30,7 @@ from inertial_id.replay import (
     ReplayResult,
     build_pipeline,
     replay,
+    summary_lines,
     write_yaml,
 )
 from inertial_id.report import write_report
@@ -161,7 +162,8 @@ def test_yaml_follows_the_contract(replayed: dict[str, ReplayResult], tmp_path: 
     """DESIGN.md's replay output: keys and their order, list lengths, plain YAML types."""
     result = replayed["mcap"]
     doc = result.to_yaml()
-    assert list(doc) == ["estimate", "contacts", "samples_used", "ledger"]
+    assert list(doc) == ["estimate", "contacts", "samples_used", "ledger", "setup_errors"]
+    assert doc["setup_errors"] == []
     estimate = doc["estimate"]
     assert list(estimate) == ESTIMATE_KEYS
     assert type(estimate["frame"]) is str and estimate["frame"] == "ft_sensor"
@@ -520,3 +522,17 @@ def test_output_paths_are_checked_before_the_replay(
                                      str(a_file / "out.yaml"))
     assert "not a file" in _cli_error(capsys, str(small_bag), "--output", str(tmp_path))
     assert "not a directory" in _cli_error(capsys, str(small_bag), "--report", str(a_file))
+
+
+def test_the_wrong_wrench_sign_is_named_at_the_top_and_fails(
+        synthetic_bags: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """It used to give mass 0.07 kg, a CoM 0.9 m away, 'physically consistent' and exit 0."""
+    bag = synthetic_bags["mcap"]
+    result = replay(ReplayOptions(bag, wrench_sign="sensor_on_payload", progress=False))
+    assert len(result.setup_errors) == 1 and "wrench_sign: payload_on_sensor" in (
+        result.setup_errors[0])
+    assert summary_lines(result)[0].startswith("SET-UP ERROR: wrench sign")
+    assert not result.pipeline.online.converged
+    assert main(["replay", str(bag), "--wrench-sign", "sensor_on_payload",
+                 "--no-progress"]) == 3
+    assert "set-up error: wrench sign" in capsys.readouterr().err

@@ -50,7 +50,14 @@ from inertial_id.core.simulation import (
 )
 from inertial_id.core.synchronizer import SyncedSamples
 from inertial_id.msg import InertialParameters, JointSamples, SensorSamples
-from inertial_id.nodes.common import latched_qos, pipeline_qos, sensor_qos, to_seconds, to_stamp
+from inertial_id.nodes.common import (
+    UpstreamLoss,
+    latched_qos,
+    pipeline_qos,
+    sensor_qos,
+    to_seconds,
+    to_stamp,
+)
 from inertial_id.nodes.conversions import array_to_wrench
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
@@ -1042,3 +1049,24 @@ def test_tare_without_an_estimate_is_refused() -> None:
     online = OnlineEstimator()
     with pytest.raises(InertialIdError, match="tare needs"):
         online.tare()
+
+
+def test_a_wrong_wrench_sign_is_an_error_on_diagnostics_and_in_the_estimate(
+        data: Recording) -> None:
+    with harness(solver={"wrench_sign": "sensor_on_payload"}) as h:
+        h.stream(data, 0.0, 5.0)
+        h.spin(1.0)
+        s = h.fresh_diagnostics(["solver"])["solver"]
+        assert s.level == ERROR and s.message.startswith("set-up: wrench sign"), s.message
+        assert "wrench_sign: payload_on_sensor" in s.message
+        published = h.probe.parameters
+        assert published and published[-1].setup_error.startswith("wrench sign")
+        assert not any(m.converged or m.mass_converged for m in published)
+
+
+def test_upstream_loss_counts_the_gaps_in_the_running_count() -> None:
+    loss = UpstreamLoss()
+    for before, count in ((0, 5), (5, 5), (13, 2), (15, 4), (0, 3), (3, 1), (10, 2)):
+        loss.update(before, count)
+    # 10 -> 13 lost 3; the count went back to 0 (a restarted publisher): resync; 4 -> 10: 6
+    assert loss.lost == 9

@@ -25,7 +25,8 @@ from inertial_id.core.anomaly import ContactInterval, T2Monitor
 from inertial_id.core.errors import InertialIdError, SampleError, SolverError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.payload import PayloadConfig, PayloadIdentifier
-from inertial_id.core.regressor import predicted_wrench
+from inertial_id.core.regressor import WRENCH_SIGNS, predicted_wrench
+from inertial_id.core.setup_check import SetupCheck, SetupProblem
 from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE, StampPolicy
 
 CHANGE_OUTLIERS = 0.05
@@ -44,8 +45,12 @@ TARE_SAMPLES = 200
 class OnlineConfig:
     """Settings of :class:`OnlineEstimator` (times in seconds).
 
-    ``min_samples``: samples before the first solve. ``converged_mass_std``: relative mass
-    std under which the estimate counts as converged and the contact monitor starts training.
+    ``min_samples``: samples before the first solve. Verdicts (:class:`Verdicts`), each from
+    the estimate's std: the mass has converged when its std is under ``converged_mass_std``
+    times the mass, the CoM when each of its std is under ``converged_com_std`` (m), the
+    inertia when each std of the inertia about the CoM is under ``converged_inertia_std``
+    times its largest principal moment; a group the data do not determine (infinite std)
+    has not. The contact monitor starts training once mass and CoM have converged.
     ``confidence``, ``training_samples``, ``on_samples``, ``off_samples``, ``release``: the
     :class:`T2Monitor`. ``gate_margin``: samples this close to a contact are not used.
     ``payload_change_after``: an anomaly this long restarts the estimate (0 disables).
@@ -54,6 +59,8 @@ class OnlineConfig:
     payload: PayloadConfig = field(default_factory=PayloadConfig)
     min_samples: int = 500
     converged_mass_std: float = 0.01
+    converged_com_std: float = 0.002
+    converged_inertia_std: float = 0.1
     monitor: bool = True
     confidence: float = 0.999
     training_samples: int = 1000
@@ -64,12 +71,52 @@ class OnlineConfig:
     payload_change_after: float = 1.5
 
     def __post_init__(self) -> None:
+        if not (self.converged_mass_std > 0 and self.converged_com_std > 0
+                and self.converged_inertia_std > 0):
+            raise InertialIdError("the converged thresholds must be positive")
         if self.min_samples < 1 or self.gate_margin < 0 or self.payload_change_after < 0:
             raise InertialIdError("min_samples >= 1, gate_margin >= 0, payload_change_after >= 0")
         if not 0.0 < self.confidence < 1.0:
             raise InertialIdError(f"confidence must be in (0, 1), got {self.confidence}")
         if self.training_samples <= 2 * 6:
             raise InertialIdError(f"training_samples must exceed 12, got {self.training_samples}")
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """Which groups of an estimate have converged (see :class:`OnlineConfig`)."""
+
+    mass: bool = False
+    com: bool = False
+    inertia: bool = False
+
+    @property
+    def payload(self) -> bool:
+        """Mass and CoM: what gravity compensation needs (the message's ``converged``)."""
+        return self.mass and self.com
+
+
+def other_sign(name: str) -> str:
+    """The ``wrench_sign`` value that is not ``name``."""
+    (other,) = (n for n in WRENCH_SIGNS if n != name)
+    return other
+
+
+def verdicts(estimate: Estimate | None, config: OnlineConfig) -> Verdicts:
+    """The verdicts of ``estimate`` against ``config``'s thresholds; all False without one
+    or while its offset is not determined."""
+    if estimate is None or not np.isfinite(estimate.offset_std).all():
+        return Verdicts()
+    mass = float(estimate.pi[0])
+    inertia = estimate.body.inertia_com
+    if not (mass > 0.0 and np.isfinite(inertia).all()):
+        return Verdicts()  # no body (an unconstrained fit may give one)
+    mass_ok = bool(estimate.std[0] < config.converged_mass_std * mass)
+    com_ok = bool(np.all(estimate.com_std < config.converged_com_std))
+    largest = float(np.linalg.eigvalsh(inertia)[-1])
+    inertia_ok = bool(largest > 0.0 and np.all(
+        estimate.inertia_com_std < config.converged_inertia_std * largest))
+    return Verdicts(mass_ok, mass_ok and com_ok, mass_ok and inertia_ok)
 
 
 @dataclass(frozen=True)
@@ -114,6 +161,10 @@ class OnlineEstimator:
         self._candidate: PayloadIdentifier | None = None
         self.counters: Counter[str] = Counter()
         self.policy = StampPolicy(counters=self.counters)
+        payload = self.config.payload
+        self.setup = SetupCheck(self.identifier.sign, other_sign(payload.wrench_sign),
+                                payload.force_noise_std, payload.torque_noise_std)
+        self.setup_problems: list[SetupProblem] = []
         self.received = self.used = 0
 
     def _new_monitor(self) -> T2Monitor:
@@ -122,12 +173,20 @@ class OnlineEstimator:
                          on_samples=c.on_samples, off_samples=c.off_samples, release=c.release)
 
     @property
+    def verdicts(self) -> Verdicts:
+        """Per group: converged (:func:`verdicts`)."""
+        return verdicts(self.estimate, self.config)
+
+    @property
     def converged(self) -> bool:
-        """The last estimate exists, its data determine every unknown (finite condition
-        number) and it knows the mass to ``converged_mass_std``."""
-        e = self.estimate
-        return (e is not None and bool(np.isfinite(e.condition_number))
-                and bool(e.std[0] < self.config.converged_mass_std * abs(e.pi[0])))
+        """Mass and CoM have converged (:attr:`Verdicts.payload`) and no set-up mistake
+        stands (:attr:`setup_problems`)."""
+        return self.verdicts.payload and not self.setup_problems
+
+    @property
+    def setup_error(self) -> str:
+        """The set-up mistakes the data show, one line ("" when none)."""
+        return "; ".join(p.message for p in self.setup_problems)
 
     @property
     def in_contact(self) -> bool:
@@ -197,7 +256,8 @@ class OnlineEstimator:
         t2 = np.zeros(t.size)
         contact = np.zeros(t.size, dtype=bool)
         if self.estimate is not None:
-            residual = raw - self.predict(v, a)
+            prediction = self.predict(v, a)
+            residual = raw - prediction
             if self.config.monitor and (self.monitor.ready or self.converged):
                 t2, contact = self._monitor(t, residual, events)
         if self.estimate is not None:
@@ -212,6 +272,8 @@ class OnlineEstimator:
             if t.size and t[-1] >= self._next_change_check:
                 self._check_payload_change(t[-1], events)
         self.counters[GATED] += int(t.size - np.count_nonzero(keep))
+        if self.estimate is not None:
+            self.setup.add_residual(t[keep], w[keep] - prediction[keep], w[keep])
         if np.any(keep):
             self._pending.append((t[keep], np.hstack((v[keep], a[keep], w[keep]))))
         if t.size:
@@ -270,6 +332,7 @@ class OnlineEstimator:
             self.counters[FROZEN] += data.shape[0]
         else:
             self.identifier.add(data[:, :6], data[:, 6:12], data[:, 12:])
+            self.setup.add(data[:, :6], data[:, 6:12], data[:, 12:])
             self.used += data.shape[0]
 
     def _check_payload_change(self, now: float, events: list[str]) -> None:
@@ -303,6 +366,8 @@ class OnlineEstimator:
         events.append("payload_change")
         self.identifier.reset()
         self.identifier.add(rows[:, :6], rows[:, 6:12], rows[:, 12:18])
+        self.setup.reset()
+        self.setup.add(rows[:, :6], rows[:, 6:12], rows[:, 12:18])
         self.counters[GATED] -= stamps.size  # they were held out as a contact: now used
         self.used += stamps.size
         self.monitor = self._new_monitor()
@@ -325,6 +390,9 @@ class OnlineEstimator:
 
         Raises :class:`SolverError` when the solve fails; the last estimate stays.
         """
+        # First, and whatever follows: a set-up mistake can make the solve fail (torques in
+        # N mm: infeasible) or the monitor see a contact everywhere.
+        self.setup_problems = self.setup.check(self.estimate)
         if self.frozen or self.in_contact:
             return self.estimate
         if self.identifier.statistics.samples < self.config.min_samples:
@@ -343,6 +411,8 @@ class OnlineEstimator:
         """Forget the data, the estimate and the learned residual covariance (the ledger's
         counts go on: held samples count as ``reset``)."""
         self.identifier.reset()
+        self.setup.reset()
+        self.setup_problems = []
         self.monitor = self._new_monitor()
         self.estimate = None
         self.counters[RESET] += sum(stamps.size for stamps, _ in self._pending)
@@ -379,6 +449,7 @@ class OnlineEstimator:
         recent = np.concatenate(self._recent_residuals)[-TARE_SAMPLES:]
         offset = self.estimate.offset + recent.mean(axis=0)
         self.identifier.forget_offset()
+        self.setup.reset()  # its statistics assume one offset throughout
         self._recent_residuals.clear()
         self.monitor.clear_contact()
         self._anomaly, self._next_change_check = [], np.inf

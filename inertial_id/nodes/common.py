@@ -285,6 +285,21 @@ class DropWatch:
         return "; ".join(warnings)
 
 
+class UpstreamLoss:
+    """Samples lost on the way from the previous node, from the running count its batches
+    carry (``samples_before``); a count that goes back (the publisher restarted) resyncs."""
+
+    def __init__(self) -> None:
+        self.lost = 0
+        self._expected: int | None = None
+
+    def update(self, samples_before: int, count: int) -> None:
+        """One batch of ``count`` samples, after ``samples_before`` sent earlier."""
+        if self._expected is not None and samples_before > self._expected:
+            self.lost += samples_before - self._expected
+        self._expected = samples_before + count
+
+
 class Silence:
     """Tracks when a topic last delivered, in wall time (a silent input is a WARN)."""
 

@@ -18,6 +18,7 @@ from inertial_id.cdr import SENSOR_FIELDS, CdrDecoder
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.gathering import JointStateSample, WrenchSample
+from inertial_id.core.online import Verdicts
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
 from inertial_id.core.synchronizer import SyncedSamples
 from inertial_id.msg import InertialParameters, JointSamples, SensorSamples
@@ -81,9 +82,10 @@ def wrench_from_bytes(raw: bytes, decoder: CdrDecoder) -> WrenchSample:
 
 @_decoder
 def joint_samples_from_bytes(raw: bytes, decoder: CdrDecoder
-                             ) -> tuple[SyncedSamples, tuple[str, ...], str]:
+                             ) -> tuple[SyncedSamples, tuple[str, ...], str, int]:
     """A serialised :class:`JointSamples`: the batch (joints in the message's order), the joint
-    names and the frame id; decoded as :func:`joint_state_from_bytes` does."""
+    names, the frame id and ``samples_before``; decoded as :func:`joint_state_from_bytes`
+    does."""
     if CdrDecoder.little_endian_cdr(raw):
         return decoder.joint_samples(raw)
     msg = deserialize_message(raw, JointSamples)
@@ -96,22 +98,22 @@ def joint_samples_from_bytes(raw: bytes, decoder: CdrDecoder
         wrench=_rows(msg.wrench, 6),
         wrench_raw=_rows(msg.wrench_raw, 6),
     )
-    return batch, tuple(msg.joint_names), msg.header.frame_id
+    return batch, tuple(msg.joint_names), msg.header.frame_id, int(msg.samples_before)
 
 
 @_decoder
 def sensor_samples_from_bytes(raw: bytes, decoder: CdrDecoder
-                              ) -> tuple[dict[str, NDArray[np.float64]], str]:
+                              ) -> tuple[dict[str, NDArray[np.float64]], str, int]:
     """A serialised :class:`SensorSamples`: ``times`` (N,) and the (N, 6) arrays named in
     :data:`~inertial_id.cdr.SENSOR_FIELDS` (the keyword arguments of
-    :meth:`OnlineEstimator.add`), and the frame id; decoded as
+    :meth:`OnlineEstimator.add`), the frame id and ``samples_before``; decoded as
     :func:`joint_samples_from_bytes` does."""
     if CdrDecoder.little_endian_cdr(raw):
         return decoder.sensor_samples(raw)
     msg = deserialize_message(raw, SensorSamples)
     samples = {"times": _times(msg.stamps)}
     samples.update({name: _rows(getattr(msg, name), 6) for name in SENSOR_FIELDS})
-    return samples, msg.header.frame_id
+    return samples, msg.header.frame_id, int(msg.samples_before)
 
 
 def body_to_msg(body: BodyParameters, header: Header) -> InertialParameters:
@@ -127,15 +129,26 @@ def body_to_msg(body: BodyParameters, header: Header) -> InertialParameters:
     return msg
 
 
-def estimate_to_msg(estimate: Estimate, header: Header, converged: bool) -> InertialParameters:
-    """An :class:`InertialParameters` message of an estimate."""
+def estimate_to_msg(estimate: Estimate, header: Header, verdicts: Verdicts,
+                    setup_error: str = "") -> InertialParameters:
+    """An :class:`InertialParameters` message of an estimate, its std and verdicts; with a
+    ``setup_error`` nothing is marked converged."""
     msg = body_to_msg(estimate.body, header)
     msg.std = estimate.std.tolist()
+    msg.com_std = estimate.com_std.tolist()
+    msg.inertia_com_std = estimate.inertia_com_std.tolist()
     msg.wrench_offset = estimate.offset.tolist()
+    msg.wrench_offset_std = estimate.offset_std.tolist()
+    msg.covariance_type = estimate.covariance_type
     msg.samples_used = int(round(estimate.samples))
     msg.condition_number = float(estimate.condition_number)
     msg.method = estimate.method
-    msg.converged = converged
+    ok = not setup_error
+    msg.converged = ok and verdicts.payload
+    msg.mass_converged = ok and verdicts.mass
+    msg.com_converged = ok and verdicts.com
+    msg.inertia_converged = ok and verdicts.inertia
+    msg.setup_error = setup_error
     return msg
 
 

@@ -72,8 +72,14 @@ class Monitor(Node):
             f"{elapsed:6.1f} s  samples {e.samples_used:7d}  mass {e.mass:7.4f} kg "
             f"({errors.mass_pct:5.2f} %, sigma {e.std[0]:.1e})  CoM err {errors.com_mm:5.2f} mm  "
             f"inertia err {errors.inertia_pct:6.1f} %  consistent {e.physically_consistent}  "
-            f"converged {e.converged}"
+            f"converged: mass {_yes(e.mass_converged)} CoM {_yes(e.com_converged)} "
+            f"inertia {_yes(e.inertia_converged)}"
+            + (f"  SET-UP ERROR: {e.setup_error}" if e.setup_error else "")
         )
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no "
 
 
 def run_demo(options: DemoOptions, print_line: Callable[[str], None] = print) -> int:

@@ -180,10 +180,10 @@ class Gatherer(Node):
         if self.gathering is None:
             return
         batch = self.gathering.pop_ready()
-        self.published += len(batch)
         if len(batch):
-            self.publisher.publish(
-                self.encoder.joint_samples(batch, self.gathering.joint_names, self.frame_id))
+            self.publisher.publish(self.encoder.joint_samples(
+                batch, self.gathering.joint_names, self.frame_id, self.published))
+        self.published += len(batch)
 
 
 WRENCH_SAMPLE_DROPS = ("joint_state_gap",)

@@ -24,6 +24,7 @@ from inertial_id.nodes.common import (
     Diagnostics,
     RobotDescription,
     Silence,
+    UpstreamLoss,
     declare_all,
     pipeline_qos,
     run,
@@ -45,6 +46,7 @@ class Kinematics(Node):
         self.input = Silence()
         self.samples_in = self.samples_out = self.undecodable = 0
         self.dropped: Counter[str] = Counter()
+        self.upstream = UpstreamLoss()
         self.wrong_frame = ""
         Diagnostics(self, "sensor kinematics", self.status)
         self.publisher = self.create_publisher(SensorSamples, "sensor_samples", pipeline_qos())
@@ -65,7 +67,8 @@ class Kinematics(Node):
         values = {"samples_received": str(self.samples_in),
                   "samples_published": str(self.samples_out),
                   "samples_dropped": str(sum(self.dropped.values())),
-                  "messages_undecodable": str(self.undecodable)}
+                  "messages_undecodable": str(self.undecodable),
+                  "samples_lost_upstream": str(self.upstream.lost)}
         values.update({f"dropped_{k}": str(v) for k, v in self.dropped.items()})
         if self.model is None:
             return DiagnosticStatus.WARN, "waiting for the URDF", values
@@ -86,12 +89,13 @@ class Kinematics(Node):
     def on_samples(self, raw: bytes) -> None:
         self.input.tick()
         try:
-            batch, names, frame_id = joint_samples_from_bytes(raw, self.decoder)
+            batch, names, frame_id, before = joint_samples_from_bytes(raw, self.decoder)
         except UndecodableError as exc:
             self.undecodable += 1
             self.get_logger().warning(f"joint samples dropped: {exc}", throttle_duration_sec=2.0)
             return
         self.samples_in += len(batch)
+        self.upstream.update(before, len(batch))
         if self.model is None or self.mapper is None:
             self.dropped["before_urdf"] += len(batch)
             return
@@ -118,8 +122,8 @@ class Kinematics(Node):
             self._drop("invalid", len(batch), str(exc))
             return
         self.publisher.publish(self.encoder.sensor_samples(
-            batch.times, self.sensor_frame, twist=twist, proper_acceleration=proper,
-            wrench=batch.wrench, wrench_raw=batch.wrench_raw))
+            batch.times, self.sensor_frame, self.samples_out, twist=twist,
+            proper_acceleration=proper, wrench=batch.wrench, wrench_raw=batch.wrench_raw))
         self.samples_out += len(batch)
 
 

@@ -33,6 +33,7 @@ from inertial_id.msg import ContactAnomaly, InertialParameters, SensorSamples
 from inertial_id.nodes.common import (
     Diagnostics,
     RecentValues,
+    UpstreamLoss,
     declare_all,
     pipeline_qos,
     run,
@@ -73,9 +74,11 @@ class Solver(Node):
         self.last_stamp: float | None = None  # s, stamp of the newest sample used
         self.status = (DiagnosticStatus.WARN, "waiting for samples")
         self.samples_received = self.undecodable = self.invalid = 0
+        self.upstream = UpstreamLoss()
         self.latencies = RecentValues(LATENCY_WINDOW)
         self._since_contact_msg = 0
         self._was_in_contact = False
+        self._logged_setup_error = ""
         self.parameters_pub = self.create_publisher(InertialParameters, "~/parameters", 10)
         self.inertia_pub = self.create_publisher(InertiaStamped, "~/inertia", 10)
         self.contact_pub = self.create_publisher(ContactAnomaly, "~/contact", 100)
@@ -109,7 +112,7 @@ class Solver(Node):
 
     def on_samples(self, raw: bytes) -> None:
         try:
-            samples, frame_id = sensor_samples_from_bytes(raw, self.decoder)
+            samples, frame_id, before = sensor_samples_from_bytes(raw, self.decoder)
         except UndecodableError as exc:
             self.undecodable += 1
             self.get_logger().warning(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
@@ -117,6 +120,7 @@ class Solver(Node):
         if not samples["times"].size:
             return
         self.samples_received += samples["times"].size
+        self.upstream.update(before, samples["times"].size)
         try:
             step = self.online.add(**samples)
         except InertialIdError as exc:
@@ -167,11 +171,19 @@ class Solver(Node):
         if estimate is None or not estimate.physically_consistent:
             return
         header = Header(stamp=to_stamp(self.last_stamp or 0.0), frame_id=self.frame_id)
-        self.parameters_pub.publish(estimate_to_msg(estimate, header, self.online.converged))
+        self.parameters_pub.publish(estimate_to_msg(estimate, header, self.online.verdicts,
+                                                    self.online.setup_error))
         self.inertia_pub.publish(body_to_inertia_stamped(estimate.body, header))
 
     def _status(self) -> tuple[bytes, str]:
         online = self.online
+        error = online.setup_error
+        if error != self._logged_setup_error:
+            if error:
+                self.get_logger().error(f"set-up: {error}")
+            self._logged_setup_error = error
+        if error:
+            return DiagnosticStatus.ERROR, f"set-up: {error}"
         if online.estimate is None:
             return DiagnosticStatus.WARN, "collecting samples"
         if online.in_contact:
@@ -180,6 +192,8 @@ class Solver(Node):
             return DiagnosticStatus.OK, "frozen"
         if not online.converged:
             return DiagnosticStatus.WARN, "converging"
+        if not online.verdicts.inertia:
+            return DiagnosticStatus.OK, "mass and CoM converged; inertia not (yet) determined"
         return DiagnosticStatus.OK, "converged"
 
     def diagnostic_status(self) -> tuple[bytes, str, dict[str, str]]:
@@ -191,6 +205,7 @@ class Solver(Node):
                   "samples_used": str(ledger["used"]),
                   "samples_held": str(ledger["held"]),
                   "messages_undecodable": str(self.undecodable),
+                  "samples_lost_upstream": str(self.upstream.lost),
                   "dropped_invalid": str(self.invalid),
                   **{k: str(v) for k, v in ledger.items() if k.startswith("dropped_")},
                   "contacts": str(len(online.contacts)),
@@ -204,10 +219,15 @@ class Solver(Node):
             values.update({"latency_p50_ms": f"{p50:.2f}", "latency_p99_ms": f"{p99:.2f}"})
         if online.estimate is not None:
             e = online.estimate
+            v = online.verdicts
             values.update({
                 "mass_kg": f"{e.body.mass:.4f}",
                 "mass_std_kg": f"{e.std[0]:.2g}",
-                "com_m": np.array2string(e.body.com, precision=4),
+                "mass_converged": str(v.mass), "com_converged": str(v.com),
+                "inertia_converged": str(v.inertia),
+                **{f"com_{axis}_m": f"{c:.5f}" for axis, c in zip("xyz", e.body.com, strict=True)},
+                **{f"com_{axis}_std_m": f"{c:.2g}"
+                   for axis, c in zip("xyz", e.com_std, strict=True)},
                 "condition_number": f"{e.condition_number:.3g}",
                 "min_pseudo_inertia_eigenvalue": f"{e.min_eigenvalue:.3g}",
             })

@@ -1,0 +1,93 @@
+"""Set-up mistakes are named from the data (and a correct set-up raises none)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+
+import numpy as np
+import pytest
+
+from inertial_id.core.gathering import Gathering
+from inertial_id.core.kinematics import SensorKinematics
+from inertial_id.core.online import OnlineConfig, OnlineEstimator
+from inertial_id.core.parameters import BodyParameters
+from inertial_id.core.payload import PayloadConfig
+from inertial_id.core.pipeline import PayloadPipeline
+from inertial_id.core.simulation import (
+    BUNDLED_HOME,
+    BUNDLED_SENSOR_FRAME,
+    FourierTrajectory,
+    PayloadSimulation,
+    bundled_urdf_path,
+    default_payload,
+)
+
+URDF = bundled_urdf_path()
+SECONDS = 8.0
+ROTATION = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # 90 deg about x
+Edit = Callable[[np.ndarray], np.ndarray]
+
+
+@cache
+def _signals(mass: float, seed: int) -> tuple[np.ndarray, ...]:
+    kinematics = SensorKinematics(URDF, BUNDLED_SENSOR_FRAME)
+    payload = default_payload()
+    if mass != payload.mass:
+        payload = BodyParameters.from_mass_com_inertia(
+            mass, [0.01, 0.02, 0.05], np.diag([1e-4, 1.2e-4, 0.8e-4]) * mass / 0.05)
+    sim = PayloadSimulation(kinematics, FourierTrajectory.random(BUNDLED_HOME, seed=seed + 1),
+                            payload=payload, seed=seed)
+    joint_t, wrench_t = np.arange(0.0, SECONDS, 0.002), np.arange(0.0, SECONDS, 0.001)
+    position, _ = sim.joint_states(joint_t)
+    return joint_t, position, wrench_t, sim.wrench(wrench_t)
+
+
+def _problems(edit: Edit = lambda w: w, lag: float = 0.0, gravity=None,
+              sign: str = "payload_on_sensor", mass: float = 1.5, seed: int = 0) -> list[str]:
+    joint_t, position, wrench_t, wrench = _signals(mass, seed)
+    wrench = edit(wrench.copy())
+    kinematics = SensorKinematics(URDF, BUNDLED_SENSOR_FRAME, *([gravity] if gravity else []))
+    online = OnlineEstimator(OnlineConfig(payload=PayloadConfig(wrench_sign=sign)))
+    pipeline = PayloadPipeline(Gathering(URDF), kinematics, online)
+    names = kinematics.joint_names
+    events = sorted([(t, 0, k) for k, t in enumerate(joint_t)]
+                    + [(t + lag, 1, k) for k, t in enumerate(wrench_t)])
+    for n, (t, kind, k) in enumerate(events):
+        if kind == 0:
+            pipeline.add_joint_state(1000.0 + t, names, position[k])
+        else:
+            pipeline.add_wrench(1000.0 + t, wrench[k])
+        if n % 500 == 499:
+            pipeline.process()
+    pipeline.finish()
+    return [p.code for p in online.setup_problems] + (
+        ["converged"] if online.converged else [])
+
+
+@pytest.mark.parametrize(("mass", "seed"), [(1.5, 0), (1.5, 3), (0.05, 1)])
+def test_a_correct_set_up_raises_nothing(mass: float, seed: int) -> None:
+    assert _problems(mass=mass, seed=seed) in (["converged"], [])
+    assert _problems(mass=mass, seed=seed)[-1:] == ["converged"] or mass < 0.1
+
+
+def test_the_other_wrench_sign_is_named() -> None:
+    assert _problems(sign="sensor_on_payload") == ["wrench_sign"]
+
+
+def test_torques_in_newton_millimetres_are_named() -> None:
+    assert _problems(lambda w: np.hstack((w[:, :3], 1e3 * w[:, 3:]))) == ["torque_unit"]
+
+
+@pytest.mark.parametrize("mistake", ["rotated_frame", "gravity_up", "gravity_axis"])
+def test_a_wrong_frame_or_gravity_is_named(mistake: str) -> None:
+    if mistake == "rotated_frame":
+        codes = _problems(lambda w: np.hstack((w[:, :3] @ ROTATION.T, w[:, 3:] @ ROTATION.T)))
+    else:
+        gravity = (0.0, 0.0, 9.81) if mistake == "gravity_up" else (0.0, -9.81, 0.0)
+        codes = _problems(gravity=gravity)
+    assert codes == ["model"]
+
+
+def test_a_time_offset_between_wrench_and_joints_is_named() -> None:
+    assert _problems(lag=0.03) == ["time_offset"]
