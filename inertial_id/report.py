@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from inertial_id.core.metrics import parameter_errors
 from inertial_id.core.parameters import PI_NAMES, vector_from_symmetric
+from inertial_id.core.regressor import predicted_wrench
 
 if TYPE_CHECKING:
     from inertial_id.core.estimators import Estimate
@@ -36,14 +37,19 @@ INERTIA_NAMES = ("xx", "xy", "xz", "yy", "yz", "zz")
 WRENCH_NAMES = ("fx", "fy", "fz", "tx", "ty", "tz")
 CONTACT_STYLE = {"color": "tab:orange", "alpha": 0.2, "lw": 0}
 CHANGE_STYLE = {"color": "tab:purple", "ls": ":", "lw": 1.5}
+GOOD_CONDITION = 50.0
+"""Condition numbers below this are shaded as well excited in ``condition.png`` (guidance:
+the bundled exciting trajectory gives about 13, the TIAGo recording 4.6)."""
 
 
 def write_report(result: ReplayResult, directory: Path, truth: dict[str, Any] | None = None,
                  *, bag: str | Path | None = None) -> list[Path]:
     """Write the replay report into ``directory`` (created if needed); the files written.
 
-    ``convergence.png``, ``residual.png``, ``t2.png`` and ``condition.png`` are written when
-    the history holds data for them; ``summary.md`` always. ``truth`` is a synthetic bag's
+    ``convergence.png``, ``error.png`` (with a truth), ``wrench_fit.png`` (measured against
+    the final estimate's prediction), ``offset.png``, ``residual.png``, ``t2.png`` and
+    ``condition.png`` are written when the history holds data for them; ``summary.md``
+    always. ``truth`` is a synthetic bag's
     ``ground_truth.yaml`` (``payload: {mass, com, inertia_com, pi}``, optional
     ``wrench_offset`` and ``payload_change``); ``bag`` names the bag in the summary
     (default: ``result.bag`` when the result carries it).
@@ -52,6 +58,9 @@ def write_report(result: ReplayResult, directory: Path, truth: dict[str, Any] | 
     directory.mkdir(parents=True, exist_ok=True)
     written = [path for path in (
         _convergence_plot(result, truth, directory / "convergence.png"),
+        _error_plot(result, truth, directory / "error.png"),
+        _fit_plot(result, directory / "wrench_fit.png"),
+        _offset_plot(result, truth, directory / "offset.png"),
         _residual_plot(result, directory / "residual.png"),
         _t2_plot(result, directory / "t2.png"),
         _condition_plot(result, directory / "condition.png"),
@@ -209,6 +218,88 @@ def _convergence_plot(result: ReplayResult, truth: dict[str, Any] | None,
     return _save(figure, path)
 
 
+def _error_plot(result: ReplayResult, truth: dict[str, Any] | None,
+                path: Path) -> Path | None:
+    """Errors against the truth per solve, log scale (the final error stays visible)."""
+    h = result.pipeline.history
+    if not h.solve_time or not truth_segments(truth):
+        return None
+    t = _relative(h.solve_time, result)
+    errors = [parameter_errors(pi, _truth_pi(truth, time))
+              for pi, time in zip(h.pi, t, strict=True)]
+    figure, (ax,) = _figure(1, 4.5)
+    ax.plot(t, _positive([e.mass_pct for e in errors]), label="mass (%)")
+    ax.plot(t, _positive([e.com_mm for e in errors]), label="CoM (mm)")
+    ax.plot(t, _positive([e.inertia_pct for e in errors]), label="inertia about CoM (%)")
+    _mark_events(ax, result)
+    ax.set_yscale("log")
+    ax.set_title("Errors against the ground truth")
+    _finish_axes(ax, "error (%, mm)")
+    ax.set_xlabel("time since first message (s)")
+    return _save(figure, path)
+
+
+def _truth_pi(truth: dict[str, Any] | None, t: float) -> NDArray[np.float64]:
+    """The true ``pi`` at ``t`` s since the first message."""
+    for start, end, payload in truth_segments(truth):
+        if start <= t < end:
+            return np.asarray(payload["pi"], dtype=float)
+    return np.asarray(truth_segments(truth)[-1][2]["pi"], dtype=float)
+
+
+def _fit_plot(result: ReplayResult, path: Path) -> Path | None:
+    """Measured wrench against the final estimate's prediction, six panels."""
+    fit = final_fit(result)
+    if fit is None:
+        return None
+    t, measured, predicted = fit
+    figure, axes = _figure(6, 13.0)
+    for i, ax in enumerate(axes):
+        ax.plot(t, measured[:, i], color="0.5", lw=0.6, label="measured")
+        ax.plot(t, predicted[:, i], color="tab:blue", lw=0.8, label="predicted")
+        _mark_events(ax, result, label=i == 0)
+        _finish_axes(ax, f"{WRENCH_NAMES[i]} ({'N' if i < 3 else 'N m'})", legend=i == 0)
+    axes[0].set_title("Measured wrench and the final estimate's prediction (sensor frame)")
+    axes[-1].set_xlabel("time since first message (s)")
+    return _save(figure, path)
+
+
+def final_fit(result: ReplayResult) -> tuple[NDArray[np.float64], ...] | None:
+    """Times (s since the first message), measured (raw) and predicted wrench (N, 6) of the
+    samples the history kept, predicted with the final estimate; None without one."""
+    h, e = result.pipeline.history, result.estimate
+    if e is None or not h.sample_time:
+        return None
+    t = np.concatenate(h.sample_time)
+    rows = np.concatenate(h.sample_rows)
+    predicted = predicted_wrench(e.pi, rows[:, :6], rows[:, 6:12], e.offset,
+                                 result.pipeline.online.identifier.sign)
+    return _relative(t, result), rows[:, 12:], predicted
+
+
+def _offset_plot(result: ReplayResult, truth: dict[str, Any] | None,
+                 path: Path) -> Path | None:
+    """The estimated F/T offset per solve, with ±1 sigma bands (and the truth)."""
+    h = result.pipeline.history
+    if not h.solve_time:
+        return None
+    t = _relative(h.solve_time, result)
+    offset, std = np.asarray(h.offset), np.asarray(h.offset_std)
+    figure, (ax_f, ax_t) = _figure(2, 6.5)
+    for i, color in enumerate(COLORS):
+        for ax, k in ((ax_f, i), (ax_t, 3 + i)):
+            _band(ax, t, offset[:, k], std[:, k], color, WRENCH_NAMES[k])
+            if truth and truth.get("wrench_offset") is not None:
+                ax.axhline(float(truth["wrench_offset"][k]), color=color, ls="--", lw=0.8)
+    _mark_events(ax_f, result)
+    _mark_events(ax_t, result, label=False)
+    ax_f.set_title("F/T offset (bias) over time, ±1σ" + (" (dashed: truth)" if truth else ""))
+    _finish_axes(ax_f, "force offset (N)")
+    _finish_axes(ax_t, "torque offset (N m)")
+    ax_t.set_xlabel("time since first message (s)")
+    return _save(figure, path)
+
+
 def _residual_plot(result: ReplayResult, path: Path) -> Path | None:
     """RMS residual wrench per batch: forces (N) and torques (N m)."""
     h = result.pipeline.history
@@ -252,6 +343,11 @@ def _t2_plot(result: ReplayResult, path: Path) -> Path | None:
     else:
         ax.text(0.5, 0.5, "contact monitor not trained", transform=ax.transAxes,
                 ha="center", va="center")
+    c = result.pipeline.online.config
+    ax.text(0.01, 0.02, f"a contact starts after {c.on_samples} consecutive samples above the "
+            f"threshold and ends after {c.off_samples} below {c.release:g} × threshold:\n"
+            "a single sample above it (a spike of the per-batch maximum) is no contact",
+            transform=ax.transAxes, fontsize=7, va="bottom")
     ax.set_title("Contact monitor: Hotelling T² of the residual wrench")
     _finish_axes(ax, "T² (dimensionless)")
     ax.set_xlabel("time since first message (s)")
@@ -270,6 +366,11 @@ def _condition_plot(result: ReplayResult, path: Path) -> Path | None:
     _mark_events(ax, result)
     if np.any(np.isfinite(cond)):
         ax.set_yscale("log")
+    ax.axhspan(1.0, GOOD_CONDITION, color="tab:green", alpha=0.08)
+    ax.text(0.01, 0.97, f"shaded: below {GOOD_CONDITION:g}, a well exciting motion (the "
+            "bundled exciting trajectory: about 13); in the thousands some parameters are "
+            "barely determined: look at their std", transform=ax.transAxes, fontsize=7,
+            va="top")
     ax.set_title("Excitation: condition number of the scaled regressor")
     _finish_axes(ax, "condition number (–)")
     ax.set_xlabel("time since first message (s)")
@@ -350,6 +451,30 @@ def _event_lines(result: ReplayResult, truth: dict[str, Any] | None) -> list[str
     return [*lines, ""]
 
 
+def _fit_lines(result: ReplayResult) -> list[str]:
+    """Residual statistics of the final estimate on the kept samples, contacts included."""
+    fit = final_fit(result)
+    if fit is None:
+        return []
+    _, measured, predicted = fit
+    residual = measured - predicted
+    payload = result.pipeline.online.config.payload
+    noise = np.repeat([payload.force_noise_std, payload.torque_noise_std], 3)
+    rms = np.sqrt(np.mean(residual**2, axis=0))
+    lag1 = [float(np.corrcoef(r[:-1], r[1:])[0, 1]) if r.size > 2 else float("nan")
+            for r in residual.T]
+    return [
+        "## Residual of the final estimate", "",
+        f"Measured minus predicted raw wrench on {residual.shape[0]} kept samples "
+        "(every 10th; contacts included):", "",
+        "| | " + " | ".join(WRENCH_NAMES) + " |", "|---" * 7 + "|",
+        "| RMS | " + " | ".join(f"{v:.3g}" for v in rms) + " |",
+        "| mean | " + " | ".join(f"{v:.3g}" for v in residual.mean(axis=0)) + " |",
+        "| RMS / configured noise | " + " | ".join(f"{v:.2f}" for v in rms / noise) + " |",
+        "| lag-1 autocorrelation | " + " | ".join(f"{v:.2f}" for v in lag1) + " |", "",
+    ]
+
+
 def _dropped_lines(result: ReplayResult) -> list[str]:
     """Messages dropped by replay, what the synchroniser discarded, failed solves."""
     lines = ["## Dropped data", ""]
@@ -398,7 +523,7 @@ def summary_markdown(result: ReplayResult, truth: dict[str, Any] | None = None,
         lines += [*_estimate_table(e), "", "Parameters about the sensor origin "
                   "(π = [m, mcx, mcy, mcz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz], SI):", "",
                   *_pi_table(e, truth), "", *_error_lines(e, truth)]
-    lines += [*_event_lines(result, truth), *_dropped_lines(result)]
+    lines += [*_fit_lines(result), *_event_lines(result, truth), *_dropped_lines(result)]
     if images:
         lines += ["## Figures", ""]
         lines += [f"![{Path(image).stem}]({image})" for image in images]

@@ -41,7 +41,8 @@ DURATION = 12.0  # s of synthetic recording
 CONTACT = Contact(8.0, 0.4, (0.0, 4.0, 0.0))
 STORAGES = ("mcap", "db3")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-PLOTS = ("convergence.png", "residual.png", "t2.png", "condition.png")
+PLOTS = ("convergence.png", "error.png", "wrench_fit.png", "offset.png", "residual.png",
+         "t2.png", "condition.png")
 ESTIMATE_KEYS = ["frame", "mass", "com", "inertia_com", "pi", "std", "com_std",
                  "inertia_com_std", "covariance_type", "wrench_offset", "physically_consistent"]
 LIST_LENGTHS = {"com": 3, "inertia_com": 6, "pi": 10, "std": 10, "com_std": 3,
@@ -424,6 +425,19 @@ def test_report_writes_plots_and_summary(replayed: dict[str, ReplayResult],
         assert f"]({name})" in summary
     assert "Errors against the ground truth" in summary
     assert "8.000 s" in summary
+    assert "## Residual of the final estimate" in summary
+
+
+def test_the_final_fit_explains_the_measured_wrench(replayed: dict[str, ReplayResult]) -> None:
+    """The figure's prediction: the final estimate reproduces the raw wrench to the noise
+    (outside the contact), i.e. it is drawn from the right samples and convention."""
+    from inertial_id.report import final_fit
+
+    t, measured, predicted = final_fit(replayed["db3"])
+    assert t.size > 300 and np.all(np.diff(t) > 0)
+    rms = np.sqrt(np.mean((measured - predicted) ** 2, axis=0))
+    assert np.all(rms[:3] < 0.15) and np.all(rms[3:] < 0.008), rms
+    assert np.std(measured[:, 2]) > 5 * rms[2]  # the wrench moves: the fit is not trivial
 
 
 def test_report_without_an_estimate(replayed: dict[str, ReplayResult], tmp_path: Path) -> None:

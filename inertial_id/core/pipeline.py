@@ -22,6 +22,9 @@ from inertial_id.core.gathering import Gathering, JointStateSample, WrenchSample
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.online import OnlineEstimator
 
+SAMPLE_EVERY = 10
+"""One sample in this many is kept for the report's wrench-fit figure (100 Hz at 1 kHz)."""
+
 
 @dataclass
 class History:
@@ -29,8 +32,10 @@ class History:
 
     Per batch: ``batch_time`` (last stamp), ``batch_t2_max``, ``batch_threshold``,
     ``batch_contact`` (any sample flagged), ``batch_residual_rms`` (6 per batch).
-    Per solve: ``solve_time``, ``pi``, ``std``, ``offset``, ``condition_number``,
-    ``consistent``.
+    Per solve: ``solve_time``, ``pi``, ``std``, ``offset``, ``offset_std``,
+    ``condition_number``, ``consistent``. Every ``SAMPLE_EVERY``-th sample the estimator
+    used or tested: ``sample_time`` and ``sample_rows`` (18 = twist, proper acceleration,
+    raw wrench), to draw the final estimate's fit.
     """
 
     batch_time: list[float] = field(default_factory=list)
@@ -42,8 +47,20 @@ class History:
     pi: list[NDArray[np.float64]] = field(default_factory=list)
     std: list[NDArray[np.float64]] = field(default_factory=list)
     offset: list[NDArray[np.float64]] = field(default_factory=list)
+    offset_std: list[NDArray[np.float64]] = field(default_factory=list)
     condition_number: list[float] = field(default_factory=list)
     consistent: list[bool] = field(default_factory=list)
+    sample_time: list[NDArray[np.float64]] = field(default_factory=list)
+    sample_rows: list[NDArray[np.float64]] = field(default_factory=list)
+
+    def record_samples(self, times: NDArray[np.float64], rows: NDArray[np.float64],
+                       first: int) -> None:
+        """Keep every ``SAMPLE_EVERY``-th of a batch whose first sample is the ``first``-th
+        of the run (times (N,), rows (N, 18))."""
+        pick = np.flatnonzero((first + np.arange(times.size)) % SAMPLE_EVERY == 0)
+        if pick.size:
+            self.sample_time.append(times[pick])
+            self.sample_rows.append(rows[pick])
 
     def record_solve(self, t: float, estimate: Estimate) -> None:
         """Append one solve."""
@@ -51,6 +68,7 @@ class History:
         self.pi.append(estimate.pi.copy())
         self.std.append(estimate.std)
         self.offset.append(estimate.offset.copy())
+        self.offset_std.append(estimate.offset_std)
         self.condition_number.append(estimate.condition_number)
         self.consistent.append(estimate.physically_consistent)
 
@@ -96,6 +114,8 @@ class PayloadPipeline:
         twist, proper = self.kinematics.compute(batch.position, batch.velocity,
                                                 batch.acceleration)
         step = self.online.add(batch.times, twist, proper, batch.wrench, batch.wrench_raw)
+        self.history.record_samples(batch.times, np.hstack((twist, proper, batch.wrench_raw)),
+                                    self.samples)
         self.samples += n
         if "stamp_jump" in step.events:
             self._next_solve = None  # solve periods restart on the new time base
