@@ -35,6 +35,8 @@ PROCESS_PERIOD = 0.1
 MAX_DROPPED_SHARE = 0.01
 """Default share of messages dropped for their stamps or values above which replay fails."""
 PIPELINE_NODES = ("gatherer", "kinematics", "solver")
+MAX_BLOCK = 5000
+"""Messages at most between two passes of the pipeline, whatever the stamps say."""
 
 
 @dataclass(frozen=True)
@@ -199,7 +201,11 @@ def data_ledger(fed: Fed, pipeline: PayloadPipeline) -> dict[str, Any]:
 def feed(messages: Iterable[JointStateSample | WrenchSample], pipeline: PayloadPipeline,
          period: float, progress: Callable[[int], object] | None = None) -> Fed:
     """Messages (log-time order) into the pipeline, a pass of it every ``period`` seconds of
-    stamps, as the gatherer node batches; ``progress(n)`` after every n messages."""
+    stamps, as the gatherer node batches; ``progress(n)`` after every n messages.
+
+    Stamps that go back by more than a second (the end of a glitch ahead, a bag played
+    again) start the pacing anew, and a pass runs at least every ``MAX_BLOCK`` messages, so
+    no stamp can hold the rest of the bag in memory."""
     fed = Fed()
     next_process = -np.inf
     block: list[JointStateSample | WrenchSample] = []
@@ -208,7 +214,8 @@ def feed(messages: Iterable[JointStateSample | WrenchSample], pipeline: PayloadP
         if isinstance(message, WrenchSample):
             fed.wrenches += 1
             fed.frame = fed.frame or message.frame_id
-        if message.stamp >= next_process:
+        went_back = message.stamp < next_process - period - 1.0
+        if message.stamp >= next_process or went_back or len(block) >= MAX_BLOCK:
             if next_process == -np.inf:
                 fed.first_stamp = block[0].stamp
             fed.dropped += pipeline.add_messages(block)

@@ -488,6 +488,9 @@ def test_half_a_second_stamped_decades_ahead_costs_only_that_half_second(
     assert sum(ledger["gatherer_dropped"].values()) - 500 < 200, ledger
     assert ledger["used_share"] > 0.87, ledger
     assert result.pipeline.gathering.synchronizer.counters["stamp_resets"] == 0
+    # the pipeline kept running through the bag (the glitch used to hold every later message
+    # in one block until the end): solves at the solver's rate, 2 Hz
+    assert len(result.pipeline.history.solve_time) > 0.8 * 2.0 * 5.0
 
 
 def test_a_bag_losing_more_than_the_threshold_to_bad_stamps_fails(tmp_path: Path) -> None:
