@@ -59,7 +59,7 @@ from inertial_id.nodes.common import (
     to_stamp,
 )
 from inertial_id.nodes.conversions import array_to_wrench
-from inertial_id.nodes.gatherer import Gatherer
+from inertial_id.nodes.gatherer import FrameFollower, Gatherer
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.solver import Solver
 
@@ -1070,3 +1070,12 @@ def test_upstream_loss_counts_the_gaps_in_the_running_count() -> None:
         loss.update(before, count)
     # 10 -> 13 lost 3; the count went back to 0 (a restarted publisher): resync; 4 -> 10: 6
     assert loss.lost == 9
+
+
+def test_one_stray_wrench_frame_does_not_relabel_the_stream() -> None:
+    frames = FrameFollower(switch_after=3)
+    assert [frames.accept(f) for f in ("ft", "ft", "tool0", "ft", "tool0", "tool0")] == [
+        True, True, False, True, False, False]
+    assert frames.frame == "ft"
+    assert frames.accept("tool0") and frames.frame == "tool0"  # three in a row: it switched
+    assert not frames.accept("ft")

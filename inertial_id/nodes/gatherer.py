@@ -64,7 +64,7 @@ class Gatherer(Node):
         values = declare_all(self, GATHERER_PARAMS)
         self.settings = gatherer_settings(values)
         self.gathering: Gathering | None = None
-        self.frame_id = ""
+        self.frames = FrameFollower()
         self.joint_input, self.wrench_input = Silence(), Silence()
         self.rejected: Counter[str] = Counter()
         self.drop_watch = DropWatch()
@@ -157,7 +157,11 @@ class Gatherer(Node):
         try:
             if kind == "wrench":
                 msg = wrench_from_bytes(raw, self.decoder)
-                self.frame_id = self.diagnostics.hardware_id = msg.frame_id
+                if not self.frames.accept(msg.frame_id):
+                    self._reject(kind, "other_frame", InertialIdError(
+                        f"frame {msg.frame_id!r} is not the stream's {self.frames.frame!r}"))
+                    return
+                self.diagnostics.hardware_id = self.frames.frame
             else:
                 msg = joint_state_from_bytes(raw, self.decoder)
             self.gathering.add(msg)
@@ -182,8 +186,32 @@ class Gatherer(Node):
         batch = self.gathering.pop_ready()
         if len(batch):
             self.publisher.publish(self.encoder.joint_samples(
-                batch, self.gathering.joint_names, self.frame_id, self.published))
+                batch, self.gathering.joint_names, self.frames.frame, self.published))
         self.published += len(batch)
+
+
+class FrameFollower:
+    """The frame of the wrench stream: the first wrench's; a wrench in another frame is
+    dropped (one batch carries one frame_id, so one stray wrench must not relabel the good
+    ones around it), unless ``switch_after`` wrenches in a row carry the new frame (the driver
+    changed it): then the stream follows."""
+
+    def __init__(self, switch_after: int = 200) -> None:
+        self.frame = ""
+        self.switch_after = switch_after
+        self._candidate, self._count = "", 0
+
+    def accept(self, frame: str) -> bool:
+        """Whether a wrench in ``frame`` belongs to the stream."""
+        if not self.frame or frame == self.frame:
+            self.frame, self._count = frame, 0
+            return True
+        self._count = self._count + 1 if frame == self._candidate else 1
+        self._candidate = frame
+        if self._count >= self.switch_after:
+            self.frame, self._count = frame, 0
+            return True
+        return False
 
 
 WRENCH_SAMPLE_DROPS = ("joint_state_gap",)
