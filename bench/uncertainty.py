@@ -22,6 +22,7 @@ delete-one-block jackknife std against the reported std (``bench/tiago_payload.p
     python bench/uncertainty.py                 # 56 runs
     python bench/uncertainty.py --quick         # 16 runs
     python bench/uncertainty.py --runs 80 --json out.json --tiago-jackknife
+    python bench/uncertainty.py --first-seed 1000   # payloads the defaults never drew
 """
 
 from __future__ import annotations
@@ -162,11 +163,13 @@ def messages(case: Case) -> list[JointStateSample | WrenchSample]:
     return out
 
 
-def run_case(case: Case) -> tuple[Estimate, Estimate]:
-    """The replay path's final estimate and, for the same ``x``, the classical covariance."""
+def run_case(case: Case, matched: bool = True) -> tuple[Estimate, Estimate]:
+    """The replay path's final estimate and, for the same ``x``, the classical covariance
+    (``matched``: the gatherer's matched filter, the default; False: joints filtered only)."""
     params = copy.deepcopy(case.robot.params)
     for node in ("gatherer", "kinematics", "solver"):
         params.setdefault(node, {})
+    params["gatherer"]["matched_filter"] = matched
     pipeline = build_pipeline(params, case.robot.urdf)
     feed(messages(case), pipeline, PROCESS_PERIOD)
     estimate = pipeline.finish()
@@ -254,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiago-jackknife", action="store_true",
                         help="also compare std and jackknife on the real TIAGo run")
     parser.add_argument("--json", type=Path, help="write the numbers to this JSON file")
+    parser.add_argument("--no-matched-filter", action="store_true",
+                        help="filter the joints only (the gatherer before matched filtering)")
     args = parser.parse_args(argv)
     runs = 16 if args.quick else args.runs
     available = robots(args.data)
@@ -264,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     kinds: dict[str, int] = {}
     for seed in range(args.first_seed, args.first_seed + runs):
         case = draw_case(seed, available)
-        estimate, plain = run_case(case)
+        estimate, plain = run_case(case, not args.no_matched_filter)
         z = z_scores(estimate, case)
         reported.append(z)
         classical.append(z_scores(plain, case))

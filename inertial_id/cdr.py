@@ -147,7 +147,13 @@ class CdrDecoder:
         for width in (len(names),) * 3 + (6, 6):
             values, pos = self._rows(raw, pos, times.size, width)
             fields.append(values)
-        return SyncedSamples(times, *fields), names, frame_id, self._count(raw, pos)
+        matched = []
+        for _ in range(2):  # twist, proper_acceleration: empty unless matched filtering
+            values, pos = self._doubles(raw, pos)
+            matched.append(None if values.size == 0 and times.size else
+                           _reshaped(values, times.size))
+        return (SyncedSamples(times, *fields, *matched), names, frame_id,
+                self._count(raw, pos))
 
     def sensor_samples(self, raw: bytes) -> tuple[dict[str, NDArray[np.float64]], str, int]:
         """An ``inertial_id/SensorSamples`` payload: ``times`` (N,) and ``twist``,
@@ -166,6 +172,13 @@ class CdrDecoder:
         pos = (pos + 7) & -8
         (value,) = self._UINT64.unpack_from(raw, 4 + pos)
         return int(value)
+
+
+def _reshaped(values: NDArray[np.float64], count: int) -> NDArray[np.float64]:
+    """``count`` rows of 6 (a matched-filtering field of a JointSamples)."""
+    if values.size != count * 6:
+        raise ValueError(f"{values.size} values for {count} samples of 6")
+    return values.reshape(count, 6)
 
 
 def stamp_parts(seconds: float) -> tuple[int, int]:
@@ -267,6 +280,8 @@ class CdrEncoder:
         for values in (batch.position, batch.velocity, batch.acceleration, batch.wrench,
                        batch.wrench_raw):
             self._doubles(out, values)
+        for values in (batch.twist, batch.proper_acceleration):
+            self._doubles(out, () if values is None else values)
         self._uint64(out, samples_before)
         return bytes(out)
 

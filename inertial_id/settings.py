@@ -76,6 +76,14 @@ GATHERER_PARAMS = URDF_PARAMS + (
           open_low=True),
     Param("locked_joint_names", [], "URDF joints held still and left out of the model",
           "string"),
+    Param("matched_filter", _G.matched, "filter the sensor frame's kinematics (computed at "
+          "every joint sample) with the wrench's kernel: no filter bias; needs sensor_frame, "
+          "gravity and locked_joint_positions as the kinematics node has them"),
+    Param("sensor_frame", "ft_sensor", "matched_filter: URDF frame of the F/T sensor"),
+    Param("gravity", list(DEFAULT_GRAVITY), "matched_filter: gravity in the URDF base frame, "
+          "m/s^2", "double"),
+    Param("locked_joint_positions", [], "matched_filter: positions of the locked joints",
+          "double"),
     Param("queue_depth", 500, "subscription queue depth (messages)", low=1),
     Param("publish_rate", 200.0, "at most this many batches per second (Hz); a batch leaves "
           "0.5 ms after new data arrived", low=0, open_low=True),
@@ -173,7 +181,16 @@ def gatherer_settings(values: Mapping[str, Any]) -> GathererSettings:
     v = with_defaults(GATHERER_PARAMS, values, "gatherer")
     return GathererSettings(int(v["window"]), int(v["polyorder"]),
                             bool(v["use_measured_velocity"]), float(v["max_span"]),
-                            tuple(v["locked_joint_names"]), int(v["lag"]))
+                            tuple(v["locked_joint_names"]), int(v["lag"]),
+                            bool(v["matched_filter"]))
+
+
+def gatherer_kinematics(values: Mapping[str, Any]) -> KinematicsSettings:
+    """The kinematic model settings the gatherer's matched filter needs."""
+    v = with_defaults(GATHERER_PARAMS, values, "gatherer")
+    return kinematics_settings({k: v[k] for k in ("sensor_frame", "gravity",
+                                                  "locked_joint_names",
+                                                  "locked_joint_positions")})
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ from inertial_id.core.gathering import (
     WrenchSample,
     drop_key,
 )
-from inertial_id.core.simulation import bundled_urdf_path
+from inertial_id.core.kinematics import SensorKinematics
+from inertial_id.core.simulation import BUNDLED_SENSOR_FRAME, bundled_urdf_path
 from inertial_id.core.synchronizer import SyncedSamples
 
 NAMES = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12)
@@ -152,7 +153,10 @@ def _add_one_at_a_time(gathering: Gathering, messages: list, dropped: dict[str, 
 @settings(max_examples=60, deadline=None)
 def test_blocks_equal_single_messages(data: st.DataObject) -> None:
     options = GathererSettings(window=7, use_measured_velocity=data.draw(st.booleans()))
-    one, block = Gathering(bundled_urdf_path(), options), Gathering(bundled_urdf_path(), options)
+    model = (SensorKinematics(bundled_urdf_path(), BUNDLED_SENSOR_FRAME)
+             if data.draw(st.booleans()) else None)  # matched filtering or joints only
+    one = Gathering(bundled_urdf_path(), options, model)
+    block = Gathering(bundled_urdf_path(), options, model)
     messages, defect = _messages(data.draw, one.joint_names)
     size = data.draw(st.integers(1, 60))
     dropped_one: dict[str, int] = {}
@@ -166,6 +170,10 @@ def test_blocks_equal_single_messages(data: st.DataObject) -> None:
         a, b = one.pop_ready(), block.pop_ready()
         for field in ("times", "position", "velocity", "acceleration", "wrench", "wrench_raw"):
             np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+        assert a.matched == b.matched == (model is not None and len(b) > 0)
+        if b.matched:
+            np.testing.assert_array_equal(a.twist, b.twist)
+            np.testing.assert_array_equal(a.proper_acceleration, b.proper_acceleration)
         produced += len(b)
     assert dropped_one == dropped_block
     assert one.synchronizer.counters == block.synchronizer.counters
@@ -232,11 +240,12 @@ def _rosbags_header(stamp: float, frame: str) -> object:
     return BATCH_TYPES.types["std_msgs/msg/Header"](stamp=_rosbags_time(stamp), frame_id=frame)
 
 
-def _batch(data: st.DataObject, n: int) -> SyncedSamples:
+def _batch(data: st.DataObject, n: int, matched: bool = False) -> SyncedSamples:
     size = data.draw(st.integers(1, 12))
     times = np.sort(np.array(data.draw(st.lists(STAMPS, min_size=size, max_size=size))))
+    widths = (n, n, n, 6, 6) + ((6, 6) if matched else ())
     return SyncedSamples(times, *(_arrays(data.draw, size * width).reshape(size, width)
-                                  for width in (n, n, n, 6, 6)))
+                                  for width in widths))
 
 
 @given(st.data())
@@ -248,15 +257,20 @@ def test_joint_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObjec
 
     names = data.draw(st.lists(NAMES, max_size=8))
     frame = data.draw(NAMES)
-    batch = _batch(data, len(names))
+    batch = _batch(data, len(names), data.draw(st.booleans()))
     before = data.draw(st.integers(0, 2**64 - 1))
     raw = CdrEncoder().joint_samples(batch, names, frame, before)
+    empty = np.zeros(0)
     expected = BATCH_TYPES.types["inertial_id/msg/JointSamples"](
         header=_rosbags_header(batch.times[-1], frame), joint_names=names,
         stamps=[_rosbags_time(t) for t in batch.times],
         position=batch.position.ravel(), velocity=batch.velocity.ravel(),
         acceleration=batch.acceleration.ravel(), wrench=batch.wrench.ravel(),
-        wrench_raw=batch.wrench_raw.ravel(), samples_before=before)
+        wrench_raw=batch.wrench_raw.ravel(),
+        twist=empty if batch.twist is None else batch.twist.ravel(),
+        proper_acceleration=(empty if batch.proper_acceleration is None
+                             else batch.proper_acceleration.ravel()),
+        samples_before=before)
     assert raw == bytes(BATCH_TYPES.serialize_cdr(expected, "inertial_id/msg/JointSamples"))
     decoded, decoded_names, decoded_frame, decoded_before = CdrDecoder().joint_samples(raw)
     assert (list(decoded_names), decoded_frame, decoded_before) == (names, frame, before)
@@ -268,6 +282,11 @@ def test_joint_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObjec
         np.testing.assert_array_equal(getattr(decoded, field), getattr(batch, field))
         np.testing.assert_array_equal(np.asarray(getattr(ros, field)),
                                       getattr(batch, field).ravel())
+    assert decoded.matched == batch.matched
+    for field in ("twist", "proper_acceleration"):
+        if batch.matched:
+            np.testing.assert_array_equal(getattr(decoded, field), getattr(batch, field))
+        assert np.asarray(getattr(ros, field)).size == (6 * len(batch) if batch.matched else 0)
 
 
 @given(st.data())

@@ -79,6 +79,8 @@ SAMPLES: dict[str, dict] = {
         "acceleration": [(-1.0) ** k * 10.0**k / 13.0 for k in range(9)],
         "wrench": [k / 17.0 - 1.0 for k in range(18)],
         "wrench_raw": [k / 31.0 + 0.5 for k in range(18)],
+        "twist": [(k - 9) / 37.0 for k in range(18)],
+        "proper_acceleration": [9.81 - k / 41.0 for k in range(18)],
         "samples_before": 2**64 - 1,
     },
     "SensorSamples": {

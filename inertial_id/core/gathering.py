@@ -16,8 +16,13 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from inertial_id.core.errors import DuplicateJointError, SampleError
-from inertial_id.core.kinematics import JointMapper, load_urdf_model, movable_joint_names
+from inertial_id.core.errors import DuplicateJointError, InertialIdError, SampleError
+from inertial_id.core.kinematics import (
+    JointMapper,
+    SensorKinematics,
+    load_urdf_model,
+    movable_joint_names,
+)
 from inertial_id.core.synchronizer import FixedLagSynchronizer, SyncedSamples
 from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE
 
@@ -53,7 +58,9 @@ class GathererSettings:
 
     The defaults suit ~500 Hz joint states: 41 samples (80 ms) with the polynomial evaluated
     2 samples (4 ms) before the newest, so a sample is ready 4 ms after its stamp (README,
-    "Live throughput", compares it with the centred window).
+    "Live throughput", compares it with the centred window). ``matched``: with a kinematic
+    model (:meth:`Gathering.match`), filter the sensor-frame kinematics and the wrench with
+    the same kernel (matched filtering, unbiased); otherwise only the joints are filtered.
     """
 
     window: int = 41
@@ -62,6 +69,7 @@ class GathererSettings:
     max_span: float = 0.5
     locked_joint_names: tuple[str, ...] = ()
     lag: int = 2
+    matched: bool = True
 
 
 def drop_key(message: JointStateSample | WrenchSample, exc: SampleError) -> str:
@@ -77,7 +85,8 @@ class Gathering:
     ``last_error`` keeps the latest message of each drop reason of :meth:`add_messages`.
     """
 
-    def __init__(self, urdf: str, settings: GathererSettings | None = None) -> None:
+    def __init__(self, urdf: str, settings: GathererSettings | None = None,
+                 kinematics: SensorKinematics | None = None) -> None:
         self.last_error: dict[str, str] = {}
         self.settings = settings or GathererSettings()
         locked = set(self.settings.locked_joint_names)
@@ -89,6 +98,19 @@ class Gathering:
             len(self.joint_names), s.window, s.polyorder, s.use_measured_velocity, s.max_span,
             lag=None if s.lag < 0 else s.lag,
         )
+        if kinematics is not None:
+            self.match(kinematics)
+
+    def match(self, kinematics: SensorKinematics) -> None:
+        """Use the sensor's kinematics for matched filtering (when ``settings.matched``): the
+        batches then carry the smoothed twist and proper acceleration. Call before data."""
+        if not self.settings.matched:
+            return
+        if kinematics.joint_names != self.joint_names:
+            raise InertialIdError(f"gatherer joints {self.joint_names} differ from the "
+                                  f"model's {kinematics.joint_names}: lock the same joints")
+        self.synchronizer.kinematics = kinematics.compute
+        self.synchronizer.reset()
 
     def add_joint_state(self, t: float, names: Sequence[str], positions: Sequence[float],
                         velocities: Sequence[float] = ()) -> bool:

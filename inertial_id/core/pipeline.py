@@ -82,6 +82,7 @@ class PayloadPipeline:
             raise InertialIdError(
                 f"gatherer joints {gathering.joint_names} differ from the model's "
                 f"{kinematics.joint_names}: lock the same joints in both")
+        gathering.match(kinematics)
         self.gathering = gathering
         self.kinematics = kinematics
         self.online = online
@@ -111,8 +112,11 @@ class PayloadPipeline:
         n = len(batch)
         if n == 0:
             return 0
-        twist, proper = self.kinematics.compute(batch.position, batch.velocity,
-                                                batch.acceleration)
+        if batch.twist is not None and batch.proper_acceleration is not None:
+            twist, proper = batch.twist, batch.proper_acceleration  # matched filtering
+        else:
+            twist, proper = self.kinematics.compute(batch.position, batch.velocity,
+                                                    batch.acceleration)
         step = self.online.add(batch.times, twist, proper, batch.wrench, batch.wrench_raw)
         self.history.record_samples(batch.times, np.hstack((twist, proper, batch.wrench_raw)),
                                     self.samples)

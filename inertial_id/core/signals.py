@@ -109,3 +109,92 @@ def savitzky_golay(
     windows = first[:, None] + np.arange(window)
     (result,) = local_polynomial(t[windows], y[windows], t, order, (derivative,))
     return result
+
+
+# --- matched filtering ----------------------------------------------------------------------
+#
+# A Savitzky-Golay second derivative is a weighted sum ``sum_k d_k q_k`` of the window's
+# samples whose weights annihilate constants and lines. Summing by parts twice writes it as a
+# weighted sum of the samples' second divided differences,
+#
+#     sum_k d_k q_k = sum_k gamma_k D_k,   D_k = 2 q[t_{k-1}, t_k, t_{k+1}],
+#
+# (k over the window's interior), and ``D_k`` is the integral of ``q''`` against the unit-area
+# hat on ``[t_{k-1}, t_{k+1}]`` (Peano). So the filter's acceleration is exactly
+# ``int ghat(s) q''(s) ds`` with ``ghat = sum_k gamma_k hat_k`` piecewise linear and of unit
+# area: the acceleration is the true one smoothed by ``ghat``. A wrench smoothed by the same
+# ``ghat``, and kinematics computed sample by sample and smoothed by the same ``gamma``, obey
+# the rigid-body equation exactly; a polynomial fit's value does not, which biased the inertia.
+
+
+def fit_projections(times: NDArray[np.float64], order: int
+                    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The least-squares projections of N windows: ``coefficients = P @ values``.
+
+    ``times`` (N, W). Returns ``P`` (N, p+1, W) in the scaled time ``s = (t - centre) /
+    scale`` of :func:`fit_polynomials`, ``centre`` and ``scale`` (N,).
+    """
+    n_windows, width = times.shape
+    if width <= order:
+        raise SampleError(f"{width} samples cannot fit a polynomial of order {order}")
+    centre = times[:, width // 2]
+    offsets = times - centre[:, None]
+    scale = np.max(np.abs(offsets), axis=1)
+    scale[scale == 0.0] = 1.0
+    vander = np.ones((n_windows, width, order + 1))
+    vander[..., 1] = offsets / scale[:, None]
+    for k in range(2, order + 1):
+        vander[..., k] = vander[..., k - 1] * vander[..., 1]
+    vander_t = vander.transpose(0, 2, 1)
+    return np.linalg.solve(vander_t @ vander, vander_t), centre, scale
+
+
+def second_difference_weights(times: NDArray[np.float64],
+                              weights: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``gamma`` with ``sum_k weights_k q_k = sum_k gamma_k D_k`` for any ``q`` (module notes).
+
+    ``times`` (N, W) increasing; ``weights`` (N, ..., W) annihilating constants and lines
+    (e.g. rows of a polynomial fit's projection of order >= 2). Returns (N, ..., W - 2), the
+    weights of the second divided differences ``D_k`` at the interior samples 1 .. W - 2.
+    """
+    h = np.diff(times, axis=-1)  # (N, W-1)
+    extra = weights.ndim - times.ndim
+    h = h.reshape(h.shape[:1] + (1,) * extra + h.shape[1:])
+    e = np.cumsum(weights, axis=-1)[..., :-1]  # sum_{i<=k} d_i, k = 0 .. W-2
+    f = np.cumsum(e * h, axis=-1)[..., :-1]  # k = 0 .. W-3
+    return f * 0.5 * (h[..., :-1] + h[..., 1:])
+
+
+def second_differences(times: NDArray[np.float64], values: NDArray[np.float64]
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Three-point first derivatives and ``D_k`` (twice the second divided difference) at the
+    interior samples of a record: ``times`` (N,), ``values`` (N, n) -> two (N - 2, n).
+
+    Both are exact for quadratics, on any increasing stamps.
+    """
+    ta, tb, tc = times[:-2, None], times[1:-1, None], times[2:, None]
+    qa, qb, qc = values[:-2], values[1:-1], values[2:]
+    h0, h1 = tb - ta, tc - tb
+    slope0, slope1 = (qb - qa) / h0, (qc - qb) / h1
+    first = (slope0 * h1 + slope1 * h0) / (h0 + h1)
+    second = 2.0 * (slope1 - slope0) / (h0 + h1)
+    return first, second
+
+
+def hat_kernel_at(knots: NDArray[np.float64], gamma: NDArray[np.float64],
+                  at: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``ghat(at) = sum_k gamma_k hat_k(at)`` with unit-area hats on the window's knots.
+
+    ``knots`` (N, W), ``gamma`` (N, W - 2), ``at`` (N, M) -> (N, M); zero outside the window.
+    """
+    # ghat is linear between knots with ghat(t_k) = 2 gamma_k / (t_{k+1} - t_{k-1}), 0 at ends.
+    peaks = np.zeros(knots.shape)
+    peaks[:, 1:-1] = 2.0 * gamma / (knots[:, 2:] - knots[:, :-2])
+    n, width = knots.shape
+    j = np.clip(np.sum(knots[:, None, :] <= at[:, :, None], axis=-1) - 1, 0, width - 2)
+    rows = np.arange(n)[:, None]
+    t0, t1 = knots[rows, j], knots[rows, j + 1]
+    frac = np.clip((at - t0) / (t1 - t0), 0.0, 1.0)
+    out = peaks[rows, j] * (1.0 - frac) + peaks[rows, j + 1] * frac
+    inside = (at >= knots[:, :1]) & (at <= knots[:, -1:])
+    return np.where(inside, out, 0.0)

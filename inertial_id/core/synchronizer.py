@@ -8,11 +8,21 @@ with ``t`` at the same place in it, so both signals are filtered alike and stay 
 sample is ready ``lag`` joint periods after its stamp. ``lag`` = half the window (the default)
 is the classical zero-phase filter with the least noise; a shorter lag answers sooner at the
 price of noisier derivatives. Only header stamps are used, never arrival times.
+
+With a ``kinematics`` function (joint positions, velocities, accelerations to the sensor
+frame's twist and proper acceleration) the synchronizer also *matches* the filters: the
+polynomial's acceleration is exactly the true acceleration smoothed by a kernel ``ghat``
+(:mod:`inertial_id.core.signals`, matched filtering), so the kinematics are computed at every
+joint sample (three-point differences) and smoothed by that kernel, and the wrench by the same
+kernel. The rigid-body equation then holds between the filtered wrench and the filtered
+kinematics; a polynomial's value smooths the wrench far less than its second derivative
+smooths the acceleration, which biased the inertia by O((w T)^2).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -20,8 +30,21 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError, SampleError
-from inertial_id.core.signals import fit_polynomials, local_polynomial
+from inertial_id.core.regressor import cross
+from inertial_id.core.signals import (
+    PolynomialFits,
+    fit_polynomials,
+    fit_projections,
+    hat_kernel_at,
+    local_polynomial,
+    second_difference_weights,
+    second_differences,
+)
 from inertial_id.core.timepolicy import StampPolicy
+
+SensorFunction = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]],
+                          tuple[NDArray[np.float64], NDArray[np.float64]]]
+"""(N, n) joint positions, velocities, accelerations -> (N, 6) twist, proper acceleration."""
 
 MAX_ABS_VALUE = 1e6
 """Larger joint positions (rad, m) or wrench components (N, N m) are no measurements."""
@@ -58,7 +81,9 @@ class SyncedSamples:
     ``times`` (N,) s; ``position``, ``velocity``, ``acceleration`` (N, n) in rad, rad/s,
     rad/s^2 (or m for prismatic joints); ``wrench`` (N, 6) ``[fx, fy, fz, tx, ty, tz]`` as the
     sensor reports it, filtered like the joints; ``wrench_raw`` (N, 6) unfiltered (its noise
-    stays white, which the contact monitor's statistics assume).
+    stays white, which the contact monitor's statistics assume). With matched filtering
+    (see the module docstring) ``twist`` and ``proper_acceleration`` (N, 6) are the sensor
+    frame's, smoothed by the wrench's kernel; otherwise None (compute them from the joints).
     """
 
     times: NDArray[np.float64]
@@ -67,14 +92,25 @@ class SyncedSamples:
     acceleration: NDArray[np.float64]
     wrench: NDArray[np.float64]
     wrench_raw: NDArray[np.float64]
+    twist: NDArray[np.float64] | None = None
+    proper_acceleration: NDArray[np.float64] | None = None
 
     def __len__(self) -> int:
         return int(self.times.size)
 
+    @property
+    def matched(self) -> bool:
+        """Whether the batch carries matched-filtered sensor-frame kinematics."""
+        return self.twist is not None and self.proper_acceleration is not None
+
     def select(self, mask: NDArray[np.bool_]) -> SyncedSamples:
         """The samples where ``mask`` (N,) is true."""
+        twist = self.twist[mask] if self.twist is not None else None
+        proper = (self.proper_acceleration[mask] if self.proper_acceleration is not None
+                  else None)
         return SyncedSamples(self.times[mask], self.position[mask], self.velocity[mask],
-                             self.acceleration[mask], self.wrench[mask], self.wrench_raw[mask])
+                             self.acceleration[mask], self.wrench[mask], self.wrench_raw[mask],
+                             twist, proper)
 
     @classmethod
     def empty(cls, n_joints: int) -> SyncedSamples:
@@ -173,6 +209,7 @@ class FixedLagSynchronizer:
         max_pending: int = 20000,
         lag: int | None = None,
         policy: StampPolicy | None = None,
+        kinematics: SensorFunction | None = None,
     ) -> None:
         if window % 2 == 0 or window <= order or order < 2:
             raise InertialIdError(
@@ -196,6 +233,10 @@ class FixedLagSynchronizer:
         self._joint_v = _Rows((n_joints,))
         self._wrench_t = _Rows()
         self._wrench_w = _Rows((6,))
+        self.kinematics = kinematics
+        # Matched filtering: sensor-frame features of every joint sample (row i <-> joint
+        # row i; the first row of a stream has no predecessor and stays NaN).
+        self._joint_f = _Rows((N_FEATURES,))
         self._next_wrench = 0
         self.reset()
 
@@ -208,7 +249,7 @@ class FixedLagSynchronizer:
         """Forget all buffered samples (wrenches not yet synchronised count as ``wrench_reset``)."""
         self.counters["wrench_reset"] += self.wrenches_held
         for rows in (self._joint_t, self._joint_q, self._joint_v, self._wrench_t,
-                     self._wrench_w):
+                     self._wrench_w, self._joint_f):
             rows.clear()
         self._next_wrench = 0
 
@@ -308,7 +349,9 @@ class FixedLagSynchronizer:
 
     def _wrench_span(self, joint_t: NDArray[np.float64],
                      wrench_t: NDArray[np.float64]) -> _Span:
-        """Wrench samples before and after a stamp so both windows span the same time."""
+        """Wrench samples before and after a stamp so both windows span the same time
+        (matched filtering: at least the joint window of any stamp between two joint
+        samples, so that the kernel is whole)."""
         joint_period = _median(np.diff(joint_t))
         wrench_period = _median(np.diff(wrench_t)) if wrench_t.size > 1 else 0.0
         if wrench_period <= 0.0:
@@ -316,6 +359,8 @@ class FixedLagSynchronizer:
         ratio = joint_period / wrench_period
         after = int(round(self.lag * ratio))
         before = max(int(round((self.window - 1 - self.lag) * ratio)), self.order - after)
+        if self.kinematics is not None:
+            before = int(np.ceil((self.window - self.lag) * ratio)) + 1
         return _Span(before, after)
 
     def pop_ready(self) -> SyncedSamples:
@@ -344,9 +389,27 @@ class FixedLagSynchronizer:
         self.counters["wrench_gap"] += int(np.count_nonzero(wrench_gap & ~joint_gap))
         usable = ~(joint_gap | wrench_gap)
         index, ks = index[usable], ks[usable]
+        if self.kinematics is not None:
+            self._update_features(joint_t)
         batch = self._filter(joint_t, wrench_t, index, ks, js, ws)
         self._prune(joint_t, js, ws)
         return batch
+
+    def _update_features(self, joint_t: NDArray[np.float64]) -> None:
+        """Sensor-frame features of the joint samples that have both neighbours now."""
+        done, size = self._joint_f.size, joint_t.size
+        if done == 0 and size > 0:
+            self._joint_f.append(np.full(N_FEATURES, np.nan))
+            done = 1
+        if size - 1 <= done:
+            return
+        q = self._joint_q.view()[done - 1 :]
+        velocity, acceleration = second_differences(joint_t[done - 1 :], q)
+        if self.use_measured_velocity:
+            velocity = self._joint_v.view()[done : size - 1]
+        assert self.kinematics is not None
+        twist, proper = self.kinematics(q[1:-1], velocity, acceleration)
+        self._joint_f.extend(encode_features(twist, proper))
 
     def _filter(
         self,
@@ -364,6 +427,8 @@ class FixedLagSynchronizer:
         centres, which = np.unique(ks, return_inverse=True)
         joint_windows = centres[:, None] + js.offsets()
         jt = joint_t[joint_windows]
+        if self.kinematics is not None:
+            return self._matched(jt, joint_windows, wrench_t, index, which, ws)
         q_fit = fit_polynomials(jt, self._joint_q.view()[joint_windows], self.order)
         if self.use_measured_velocity:
             (position,) = q_fit.evaluate(at, (0,), which)
@@ -377,6 +442,45 @@ class FixedLagSynchronizer:
                                      self.order)
         return SyncedSamples(at, position, velocity, acceleration, wrench, wrenches[index])
 
+    def _matched(self, jt: NDArray[np.float64], joint_windows: NDArray[np.intp],
+                 wrench_t: NDArray[np.float64], index: NDArray[np.intp],
+                 which: NDArray[np.intp], ws: _Span) -> SyncedSamples:
+        """Matched filtering (module docstring): joints as the plain filter, the wrench and
+        the sensor-frame kinematics smoothed by the kernel of the joints' acceleration."""
+        at = wrench_t[index]
+        projection, centre, scale = fit_projections(jt, self.order)  # (M, p+1, W)
+        fits = PolynomialFits(projection @ self._joint_q.view()[joint_windows], centre, scale)
+        position, velocity, acceleration = fits.evaluate(at, (0, 1, 2), which)
+        if self.use_measured_velocity:
+            v_fits = PolynomialFits(projection @ self._joint_v.view()[joint_windows], centre,
+                                    scale)
+            velocity, acceleration = v_fits.evaluate(at, (0, 1), which)
+        # The acceleration at scaled time s is sum_m m (m-1) s^(m-2) / scale^2 (P_m q),
+        # m = 2 .. p; each P_m annihilates lines, so it has second-difference weights.
+        gammas = second_difference_weights(jt, projection[:, 2:, :])  # (M, p-1, W-2)
+        features = self._joint_f.view()[joint_windows[:, 1:-1]]  # (M, W-2, F)
+        smoothed = gammas @ features  # (M, p-1, F)
+        s = (at - centre[which]) / scale[which]
+        powers = np.arange(2, self.order + 1)
+        basis = (powers * (powers - 1) * s[:, None] ** (powers - 2)
+                 / scale[which, None] ** 2)  # (N, p-1)
+        filtered = np.einsum("nm,nmf->nf", basis, smoothed[which])
+        gamma = np.einsum("nm,nmk->nk", basis, gammas[which])  # (N, W-2)
+        wrench_windows = index[:, None] + ws.offsets()
+        tau = wrench_t[wrench_windows]
+        kernel = hat_kernel_at(jt[which], gamma, tau)
+        spacing = np.empty(tau.shape)
+        spacing[:, 1:-1] = 0.5 * (tau[:, 2:] - tau[:, :-2])
+        spacing[:, 0] = 0.5 * (tau[:, 1] - tau[:, 0])
+        spacing[:, -1] = 0.5 * (tau[:, -1] - tau[:, -2])
+        weights = kernel * spacing
+        weights /= weights.sum(axis=1, keepdims=True)
+        wrenches = self._wrench_w.view()
+        wrench = np.einsum("nk,nkj->nj", weights, wrenches[wrench_windows])
+        twist, proper = decode_features(filtered)
+        return SyncedSamples(at, position, velocity, acceleration, wrench, wrenches[index],
+                             twist, proper)
+
     def _prune(self, joint_t: NDArray[np.float64], js: _Span, ws: _Span) -> None:
         """Drop buffered samples that no future window can use."""
         if self._next_wrench < len(self._wrench_t):
@@ -387,8 +491,42 @@ class FixedLagSynchronizer:
         keep_joints_from = min(max(0, next_k - js.before), max(0, joint_t.size - self.window))
         for rows in (self._joint_t, self._joint_q, self._joint_v):
             rows.drop_front(keep_joints_from)
+        if self._joint_f.size < keep_joints_from:
+            self._joint_f.clear()  # features not yet computed: recomputed from the kept rows
+        else:
+            self._joint_f.drop_front(keep_joints_from)
         drop_wrenches = max(0, self._next_wrench - ws.before)
         if drop_wrenches > 0:
             self._wrench_t.drop_front(drop_wrenches)
             self._wrench_w.drop_front(drop_wrenches)
             self._next_wrench -= drop_wrenches
+
+
+N_FEATURES = 12
+"""Sensor-frame features smoothed by matched filtering: ``[v (6), a_lin + w x v_lin (3),
+alpha (3)]``."""
+
+
+def encode_features(twist: NDArray[np.float64],
+                    proper: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(N, 6) twist and proper acceleration -> (N, 12) features, linear in what the regressor
+    is linear in: ``Y(v, a)`` depends on ``a`` only through ``a_lin + w x v_lin`` and
+    ``alpha``, so smoothing these (rather than ``a_lin``) keeps the Coriolis term exact; only
+    the products of the angular velocity (``w x (w x .)``) are smoothed as products of
+    smoothed factors."""
+    out = np.empty(twist.shape[:-1] + (N_FEATURES,))
+    out[..., :6] = twist
+    out[..., 6:9] = proper[..., :3] + cross(twist[..., 3:], twist[..., :3])
+    out[..., 9:] = proper[..., 3:]
+    return out
+
+
+def decode_features(features: NDArray[np.float64]
+                    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(N, 12) smoothed features -> twist and proper acceleration whose regressor has the
+    smoothed ``a_lin + w x v_lin`` and ``alpha`` (see :func:`encode_features`)."""
+    twist = features[..., :6].copy()
+    proper = np.empty(twist.shape)
+    proper[..., :3] = features[..., 6:9] - cross(twist[..., 3:], twist[..., :3])
+    proper[..., 3:] = features[..., 9:]
+    return twist, proper

@@ -97,6 +97,9 @@ def joint_samples_from_bytes(raw: bytes, decoder: CdrDecoder
         acceleration=_rows(msg.acceleration, n),
         wrench=_rows(msg.wrench, 6),
         wrench_raw=_rows(msg.wrench_raw, 6),
+        twist=_rows(msg.twist, 6) if len(msg.twist) else None,
+        proper_acceleration=(_rows(msg.proper_acceleration, 6)
+                             if len(msg.proper_acceleration) else None),
     )
     return batch, tuple(msg.joint_names), msg.header.frame_id, int(msg.samples_before)
 

@@ -4,7 +4,9 @@ Subscribes ``joint_states`` (sensor_msgs/JointState) and ``wrench`` (geometry_ms
 WrenchStamped); publishes ``joint_samples`` (inertial_id/JointSamples): batches of wrench
 samples with the URDF joints' positions, velocities and accelerations at the same stamps,
 from a fixed-lag Savitzky-Golay filter applied alike to both signals
-(:class:`~inertial_id.core.synchronizer.FixedLagSynchronizer`). A batch leaves as soon as new
+(:class:`~inertial_id.core.synchronizer.FixedLagSynchronizer`); with ``matched_filter`` (the
+default) also the sensor frame's twist and proper acceleration, computed at every joint sample
+and smoothed with the wrench's kernel. A batch leaves as soon as new
 data made samples ready (half a millisecond after the first message of a burst, so that
 messages a driver sends together travel together), at most ``publish_rate`` times a second.
 The two high-rate inputs are
@@ -44,7 +46,7 @@ from inertial_id.nodes.conversions import (
     joint_state_from_bytes,
     wrench_from_bytes,
 )
-from inertial_id.settings import GATHERER_PARAMS, gatherer_settings
+from inertial_id.settings import GATHERER_PARAMS, gatherer_kinematics, gatherer_settings
 
 COALESCE = 0.0005
 """s a batch waits after the message that armed it, so that messages sent together (a robot
@@ -62,6 +64,7 @@ class Gatherer(Node):
     def __init__(self, **kwargs: object) -> None:
         super().__init__("gatherer", **kwargs)
         values = declare_all(self, GATHERER_PARAMS)
+        self.values = values
         self.settings = gatherer_settings(values)
         self.gathering: Gathering | None = None
         self.frames = FrameFollower()
@@ -85,7 +88,14 @@ class Gatherer(Node):
 
     def configure(self, urdf: str) -> None:
         """Set up the joint mapping and filter once the URDF is known."""
-        self.gathering = Gathering(urdf, self.settings)
+        model = None
+        if self.settings.matched:
+            try:
+                model = gatherer_kinematics(self.values).model(urdf)
+            except InertialIdError as exc:  # e.g. locked joints without their positions
+                self.get_logger().warning(f"matched_filter is off, the joints alone are "
+                                          f"filtered (the inertia is biased): {exc}")
+        self.gathering = Gathering(urdf, self.settings, model)
         names = self.gathering.joint_names
         self.get_logger().info(f"gathering {len(names)} joints: {', '.join(names)}")
 

@@ -3,8 +3,10 @@
 Subscribes ``joint_samples`` (inertial_id/JointSamples from the gatherer); publishes
 ``sensor_samples`` (inertial_id/SensorSamples): for each sample the sensor frame's body twist
 and proper acceleration (spatial acceleration minus gravity, sensor frame) computed with
-pinocchio from the URDF, and the measured wrench, unchanged. Both batches travel serialised
-(:mod:`inertial_id.cdr`): rclpy's conversion of their arrays cost more than the kinematics.
+pinocchio from the URDF, and the measured wrench, unchanged. A batch from the gatherer's
+matched filter carries the (smoothed) twist and proper acceleration already: they are passed
+on. Both batches travel serialised (:mod:`inertial_id.cdr`): rclpy's conversion of their
+arrays cost more than the kinematics.
 """
 
 from __future__ import annotations
@@ -114,10 +116,14 @@ class Kinematics(Node):
             if not len(batch):
                 return
         try:
-            order = self.mapper.indices(names)
-            twist, proper = self.model.compute(
-                batch.position[:, order], batch.velocity[:, order], batch.acceleration[:, order]
-            )
+            if batch.twist is not None and batch.proper_acceleration is not None:
+                # The gatherer's matched filter computed and smoothed them already.
+                twist, proper = batch.twist, batch.proper_acceleration
+            else:
+                order = self.mapper.indices(names)
+                twist, proper = self.model.compute(batch.position[:, order],
+                                                   batch.velocity[:, order],
+                                                   batch.acceleration[:, order])
         except (InertialIdError, ValueError) as exc:
             self._drop("invalid", len(batch), str(exc))
             return

@@ -1,0 +1,146 @@
+"""Matched filtering: the Savitzky-Golay acceleration as a smoothed true acceleration, and the
+gatherer's filter without bias on noise-free data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inertial_id.core.gathering import GathererSettings, Gathering
+from inertial_id.core.kinematics import SensorKinematics
+from inertial_id.core.online import OnlineEstimator
+from inertial_id.core.pipeline import PayloadPipeline
+from inertial_id.core.signals import (
+    fit_projections,
+    hat_kernel_at,
+    second_difference_weights,
+    second_differences,
+)
+from inertial_id.core.simulation import (
+    BUNDLED_HOME,
+    BUNDLED_SENSOR_FRAME,
+    FourierTrajectory,
+    PayloadSimulation,
+    bundled_urdf_path,
+)
+from inertial_id.core.synchronizer import FixedLagSynchronizer, decode_features, encode_features
+
+
+def _stamps(gaps: list[float]) -> np.ndarray:
+    return np.concatenate(([0.0], np.cumsum(gaps)))
+
+
+@given(st.lists(st.floats(0.5e-3, 3e-3), min_size=8, max_size=45),
+       st.integers(2, 5), st.floats(0.0, 1.0), st.integers(0, 2**31))
+@settings(max_examples=100, deadline=None)
+def test_second_difference_weights_reproduce_the_filter(gaps: list[float], order: int,
+                                                        where: float, seed: int) -> None:
+    """sum d_k q_k = sum gamma_k D_k for any samples, on irregular stamps."""
+    t = _stamps(gaps)
+    if t.size <= order + 1:
+        return
+    projection, centre, scale = fit_projections(t[None], order)
+    at = t[0] + where * (t[-1] - t[0])
+    s = (at - centre[0]) / scale[0]
+    m = np.arange(2, order + 1)
+    d = (m * (m - 1) * s ** (m - 2) / scale[0] ** 2) @ projection[0, 2:]
+    gamma = second_difference_weights(t[None], d[None])[0]
+    q = np.random.default_rng(seed).normal(size=(t.size, 3))
+    _, dd = second_differences(t, q)
+    np.testing.assert_allclose(gamma @ dd, d @ q, rtol=1e-8, atol=1e-8 * np.abs(d).sum())
+    # Unit gain: a constant acceleration passes unchanged (the fit reproduces quadratics).
+    assert gamma.sum() == pytest.approx(1.0, rel=1e-9)
+
+
+def test_the_acceleration_is_the_true_one_smoothed_by_the_hat_kernel() -> None:
+    """The fit's acceleration of q(t) = sin(w t) equals the integral of ghat q''; ghat has unit
+    area and vanishes outside the window (the default window and lag at 500 Hz)."""
+    t = np.arange(41) * 0.002 + 0.00013 * np.sin(np.arange(41))  # jittered stamps
+    projection, centre, scale = fit_projections(t[None], 3)
+    at = t[38]
+    s = (at - centre[0]) / scale[0]
+    d = np.array([2.0, 6.0 * s]) / scale[0] ** 2 @ projection[0, 2:]
+    gamma = second_difference_weights(t[None], d[None])
+    fine = np.linspace(t[0] - 0.01, t[-1] + 0.01, 200001)
+    ghat = hat_kernel_at(t[None], gamma, fine[None])[0]
+    step = fine[1] - fine[0]
+    assert np.sum(ghat) * step == pytest.approx(1.0, abs=1e-6)
+    assert not np.any(ghat[(fine < t[0]) | (fine > t[-1])])
+    for omega in (3.0, 20.0, 60.0):
+        fitted = d @ np.sin(omega * t)
+        smoothed = np.sum(ghat * -omega**2 * np.sin(omega * fine)) * step
+        assert fitted == pytest.approx(smoothed, rel=1e-5, abs=1e-6 * omega**2)
+
+
+@given(st.lists(st.floats(-3.0, 3.0), min_size=12, max_size=12))
+def test_features_round_trip(values: list[float]) -> None:
+    twist, proper = np.array(values[:6])[None], np.array(values[6:])[None]
+    back = decode_features(encode_features(twist, proper))
+    np.testing.assert_allclose(back[0], twist, atol=1e-12)
+    np.testing.assert_allclose(back[1], proper, atol=1e-12)
+
+
+def _simulation(seconds: float = 6.0):
+    model = SensorKinematics(bundled_urdf_path(), BUNDLED_SENSOR_FRAME)
+    trajectory = FourierTrajectory.random(BUNDLED_HOME, amplitude=0.6, max_velocity=1.5, seed=10)
+    sim = PayloadSimulation(model, trajectory, force_noise_std=0.0, torque_noise_std=0.0,
+                            joint_noise_std=0.0, velocity_noise_std=0.0)
+    joint_t = np.arange(0.0, seconds, 0.002)
+    wrench_t = np.arange(0.0, seconds, 0.001)
+    position, _ = sim.joint_states(joint_t)
+    return model, sim, joint_t, position, wrench_t, sim.wrench(wrench_t, noise=False)
+
+
+def test_pop_frequency_does_not_change_the_matched_output() -> None:
+    model, _, joint_t, position, wrench_t, wrench = _simulation(1.0)
+    outputs = []
+    for every in (1, 7, 10**6):
+        sync = FixedLagSynchronizer(6, window=41, lag=2, kinematics=model.compute)
+        batches, j = [], 0
+        for i, t in enumerate(wrench_t):
+            while j < joint_t.size and joint_t[j] <= t:
+                sync.add_joint_state(joint_t[j], position[j])
+                j += 1
+            sync.add_wrench(t, wrench[i])
+            if i % every == 0:
+                batches.append(sync.pop_ready())
+        batches.append(sync.pop_ready())
+        outputs.append([np.concatenate([getattr(b, f) for b in batches if len(b)])
+                        for f in ("times", "wrench", "twist", "proper_acceleration")])
+    for other in outputs[1:]:
+        for a, b in zip(outputs[0], other, strict=True):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("matched", [True, False])
+def test_noise_free_data_give_the_inertia_without_filter_bias(matched: bool) -> None:
+    """Default window and lag, 1 kHz wrench / 500 Hz joints, fast trajectory, no noise: the
+    matched filter recovers every inertia entry to 0.05 % of the largest; the joints-only
+    filter is off by more than 0.3 % (its bias, which this test would see come back)."""
+    model, sim, joint_t, position, wrench_t, wrench = _simulation()
+    gathering = Gathering(bundled_urdf_path(), GathererSettings(matched=matched))
+    pipeline = PayloadPipeline(gathering, model, OnlineEstimator())
+    order = np.argsort(np.concatenate((joint_t, wrench_t)), kind="stable")
+    stamps = np.concatenate((joint_t, wrench_t))[order]
+    is_joint = (order < joint_t.size)
+    j = w = 0
+    for t, joint in zip(stamps, is_joint, strict=True):
+        if joint:
+            pipeline.add_joint_state(t, model.joint_names, position[j])
+            j += 1
+        else:
+            pipeline.add_wrench(t, wrench[w])
+            w += 1
+    pipeline.process()
+    statistics = pipeline.online.identifier.statistics
+    pi = np.linalg.solve(statistics.information, statistics.moment)[:10]  # least squares
+    truth = sim.payload.pi
+    inertia_error = np.max(np.abs(pi[4:] - truth[4:])) / np.max(np.abs(truth[4:]))
+    print(f"inertia error {inertia_error:.2e}, mass error {abs(pi[0] - truth[0]) / truth[0]:.2e}")
+    if matched:
+        assert inertia_error < 5e-4
+        assert abs(pi[0] - truth[0]) < 5e-5 * truth[0]
+    else:
+        assert inertia_error > 3e-3
