@@ -31,11 +31,13 @@ from rclpy.qos import (
     QoSProfile,
     ReliabilityPolicy,
 )
+from rclpy.signals import SignalHandlerOptions
 from rclpy.timer import Timer
 from std_msgs.msg import Header, String
 
 from inertial_id.cdr import stamp_parts
 from inertial_id.core.errors import InertialIdError
+from inertial_id.nodes import stopping
 from inertial_id.settings import Param, validate
 
 
@@ -334,36 +336,46 @@ def make_executor(context: Context | None = None) -> Executor:
     return EventsExecutor(context=context)
 
 
-def spin(executor: Executor, context: Context | None = None) -> None:
-    """Spin until the context shuts down (SIGINT/SIGTERM), one event at a time."""
+def spin(executor: Executor, context: Context | None = None,
+         until: Callable[[], bool] = stopping.requested) -> None:
+    """Spin one event at a time until ``until()`` (by default: SIGINT/SIGTERM, see
+    :mod:`inertial_id.nodes.stopping`) or the context shuts down."""
     ok = (context or rclpy.get_default_context()).ok
-    while ok():
+    while ok() and not until():
         executor.spin_once(timeout_sec=0.1)
 
 
+def init(args: Sequence[str] | None = None) -> None:
+    """``rclpy.init`` without rclpy's signal handlers: ours only set a flag (``stopping``)."""
+    stopping.install()
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+
+
 def run(node_factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
-    """Standard ``main``: init, spin one node, shut down; exit code 1 on a start-up error."""
-    rclpy.init(args=args)
-    node = None
+    """Standard ``main``: init, spin one node until SIGINT/SIGTERM, shut down; exit code 0
+    for a stop at any moment, 1 on a start-up error (one line)."""
+    init(args)
+    node = executor = None
     try:
+        if stopping.requested():
+            return 0
         node = node_factory()
         executor = make_executor()
         executor.add_node(node)
         spin(executor)
     except InertialIdError as exc:
+        if stopping.requested():  # a stop during start-up, e.g. while waiting for a file
+            return 0
         print(f"inertial_id: {exc}", flush=True)
         return 1
     except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:
-        if rclpy.ok():
-            raise
-        # A signal shut the context down while a callback was publishing: a normal stop.
+        pass  # a second signal, or the context shut down by someone else
     finally:
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
         if node is not None:
             node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        rclpy.try_shutdown()
     return 0
 
 
