@@ -32,6 +32,6 @@ setup(
     install_requires=[],
     entry_points={
         "console_scripts": ["inertial-id = inertial_id.cli:main"]
-        + [f"inertial_id_{name} = inertial_id.nodes.{name}:main" for name in NODES],
+        + [f"inertial_id_{name} = inertial_id.nodes.stopping:{name}" for name in NODES],
     },
 )

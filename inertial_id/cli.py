@@ -169,8 +169,10 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from inertial_id.nodes import stopping
     from inertial_id.replay import (
         ReplayOptions,
+        StoppedError,
         check_writable,
         replay,
         summary_lines,
@@ -181,12 +183,19 @@ def _replay(args: argparse.Namespace) -> int:
         check_writable(args.output)
     if args.report:
         check_writable(args.report, directory=True)
-    result = replay(ReplayOptions(
-        bag=args.bag, params=args.params, urdf=args.urdf, sensor_frame=args.sensor_frame,
-        joint_states_topic=args.joint_states_topic, wrench_topic=args.wrench_topic,
-        wrench_sign=args.wrench_sign, progress=not args.no_progress,
-        max_dropped=args.max_dropped,
-    ))
+    # Ctrl-C (or SIGTERM) ends the replay where it is: the estimate so far is written,
+    # marked partial, and the exit status is 130; a second Ctrl-C stops at once.
+    stopping.install()
+    try:
+        result = replay(ReplayOptions(
+            bag=args.bag, params=args.params, urdf=args.urdf, sensor_frame=args.sensor_frame,
+            joint_states_topic=args.joint_states_topic, wrench_topic=args.wrench_topic,
+            wrench_sign=args.wrench_sign, progress=not args.no_progress,
+            max_dropped=args.max_dropped, stop=stopping.requested,
+        ))
+    except StoppedError as exc:
+        print(f"inertial-id replay: {exc}", file=sys.stderr)
+        return 130
     print("\n".join(summary_lines(result)))
     if args.output:
         write_yaml(result, args.output)
@@ -200,6 +209,9 @@ def _replay(args: argparse.Namespace) -> int:
             print(f"wrote {path}")
     for error in result.setup_errors:
         print(f"inertial-id replay: set-up error: {error}", file=sys.stderr)
+    if result.partial:
+        print("inertial-id replay: stopped: the output is partial", file=sys.stderr)
+        return 130
     return 0 if result.estimate is not None and not result.setup_errors else 3
 
 

@@ -32,6 +32,10 @@ from inertial_id.settings import gatherer_settings, kinematics_settings, online_
 
 PROCESS_PERIOD = 0.1
 """Seconds of bag time between two passes of the pipeline (the gatherer's batches)."""
+class StoppedError(InertialIdError):
+    """The replay was stopped (Ctrl-C) before it had anything to write."""
+
+
 MAX_DROPPED_SHARE = 0.01
 """Default share of messages dropped for their stamps or values above which replay fails."""
 PIPELINE_NODES = ("gatherer", "kinematics", "solver")
@@ -52,6 +56,9 @@ class ReplayOptions:
     wrench_sign: str | None = None
     progress: bool = True
     max_dropped: float = MAX_DROPPED_SHARE
+    stop: Callable[[], bool] | None = None
+    """Checked between messages: when it returns True the replay ends where it is and the
+    result is ``partial`` (the CLI's Ctrl-C)."""
 
 
 @dataclass
@@ -69,6 +76,8 @@ class ReplayResult:
     dropped: dict[str, int] = field(default_factory=dict)
     ledger: dict[str, Any] = field(default_factory=dict)
     setup_errors: list[str] = field(default_factory=list)
+    partial: bool = False
+    """Stopped before the end of the bag (Ctrl-C): the estimate of the messages read."""
 
     def to_yaml(self) -> dict[str, Any]:
         """The replay output contract (DESIGN.md)."""
@@ -92,6 +101,8 @@ class ReplayResult:
         doc["samples_used"] = self.samples_used
         doc["ledger"] = self.ledger
         doc["setup_errors"] = list(self.setup_errors)
+        if self.partial:  # a complete replay keeps DESIGN.md's keys exactly
+            doc["partial"] = True
         return doc
 
 
@@ -174,6 +185,8 @@ class Fed:
     frame: str = ""
     dropped: Counter[str] = field(default_factory=Counter)
     wrenches: int = 0
+    stopped: bool = False
+    messages: int = 0
 
 
 def data_ledger(fed: Fed, pipeline: PayloadPipeline) -> dict[str, Any]:
@@ -199,9 +212,11 @@ def data_ledger(fed: Fed, pipeline: PayloadPipeline) -> dict[str, Any]:
 
 
 def feed(messages: Iterable[JointStateSample | WrenchSample], pipeline: PayloadPipeline,
-         period: float, progress: Callable[[int], object] | None = None) -> Fed:
+         period: float, progress: Callable[[int], object] | None = None,
+         stop: Callable[[], bool] | None = None) -> Fed:
     """Messages (log-time order) into the pipeline, a pass of it every ``period`` seconds of
-    stamps, as the gatherer node batches; ``progress(n)`` after every n messages.
+    stamps, as the gatherer node batches; ``progress(n)`` after every n messages; ends early
+    (``Fed.stopped``) once ``stop()`` is true.
 
     Stamps that go back by more than a second (the end of a glitch ahead, a bag played
     again) start the pacing anew, and a pass runs at least every ``MAX_BLOCK`` messages, so
@@ -210,6 +225,10 @@ def feed(messages: Iterable[JointStateSample | WrenchSample], pipeline: PayloadP
     next_process = -np.inf
     block: list[JointStateSample | WrenchSample] = []
     for message in messages:
+        if stop is not None and stop():
+            fed.stopped = True
+            break
+        fed.messages += 1
         block.append(message)
         if isinstance(message, WrenchSample):
             fed.wrenches += 1
@@ -239,13 +258,16 @@ def replay(options: ReplayOptions) -> ReplayResult:
         pipeline = build_pipeline(params, resolve_urdf(params["kinematics"], bag))
         bar = tqdm(total=bag.message_count, unit="msg", disable=not options.progress,
                    desc=f"replay {options.bag.name}", leave=False)
-        fed = feed(bag.messages(), pipeline, PROCESS_PERIOD, bar.update)
+        fed = feed(bag.messages(), pipeline, PROCESS_PERIOD, bar.update, options.stop)
         bar.close()
-        total = bag.message_count
+        total = fed.messages if fed.stopped else bag.message_count
     _check_dropped(options.bag, fed.dropped, total, options.max_dropped,
                    pipeline.gathering.last_error)
     estimate = pipeline.finish()
     if pipeline.samples == 0:
+        if fed.stopped:
+            raise StoppedError(f"{options.bag}: stopped after {fed.messages} messages, before "
+                               "any synchronised sample: nothing to write")
         raise BagError(f"{options.bag}: no synchronised samples: joint states and wrenches "
                        "do not overlap in time")
     start = fed.first_stamp
@@ -262,6 +284,7 @@ def replay(options: ReplayOptions) -> ReplayResult:
         dropped=dict(fed.dropped),
         ledger=data_ledger(fed, pipeline),
         setup_errors=[p.message for p in online.setup_problems],
+        partial=fed.stopped,
     )
 
 
@@ -320,6 +343,9 @@ def summary_lines(result: ReplayResult) -> list[str]:
     e = result.estimate
     ledger = result.ledger
     lines = [f"SET-UP ERROR: {error}" for error in result.setup_errors]
+    if result.partial:
+        lines.append("PARTIAL: stopped before the end of the bag; the estimate of the "
+                     "messages read")
     lines += [f"samples processed {result.samples_processed}, used {result.samples_used}"
              + (f" ({100.0 * ledger['used_share']:.1f} % of {ledger['wrenches']} wrenches)"
                 if ledger.get("wrenches") else "")]

@@ -23,7 +23,9 @@ from inertial_id.core.payload import PayloadConfig
 class Param:
     """One node parameter: name, default, description; ``array_type`` types an empty list
     (``"string"`` or ``"double"``). Numbers (and the entries of a ``"double"`` list) must be
-    finite and within ``[low, high]`` (``low`` excluded with ``open_low``)."""
+    finite and within ``[low, high]`` (``low`` excluded with ``open_low``), in ``unit``.
+    ``live``: the node applies a new value while it runs (``ros2 param set``); the others
+    are read-only (a change needs a restart: the model, the filter, the estimator's kind)."""
 
     name: str
     default: Any
@@ -32,6 +34,19 @@ class Param:
     low: float | None = None
     high: float | None = None
     open_low: bool = False
+    unit: str = ""
+    live: bool = False
+
+    @property
+    def numeric(self) -> bool:
+        """A number or a list of numbers (not a flag, not text)."""
+        return self.array_type == "double" or (
+            isinstance(self.default, (int, float)) and not isinstance(self.default, bool))
+
+    @property
+    def range_text(self) -> str:
+        """The allowed range in words ("" when any finite number goes)."""
+        return self._range_text()
 
     def _range_text(self) -> str:
         low = "" if self.low is None else f"{'>' if self.open_low else '>='} {self.low:g}"
@@ -65,35 +80,39 @@ URDF_PARAMS = (
 )
 
 GATHERER_PARAMS = URDF_PARAMS + (
-    Param("window", _G.window, "Savitzky-Golay window in joint samples (odd)", low=3),
+    Param("window", _G.window, "Savitzky-Golay window in joint samples (odd)", low=3,
+          unit="samples"),
     Param("lag", _G.lag, "joint samples from a filtered sample to the newest in its window "
           "(0 .. window/2; < 0: half the window, zero phase); sets the filter's delay",
-          low=-1),
-    Param("polyorder", 3, "Savitzky-Golay polynomial order (>= 2)", low=2),
+          low=-1, unit="samples"),
+    Param("polyorder", 3, "Savitzky-Golay polynomial order (>= 2)", low=2, unit="1"),
     Param("use_measured_velocity", False,
           "differentiate JointState.velocity instead of the positions"),
     Param("max_span", 0.5, "s: filter windows spanning more (a gap) are dropped", low=0,
-          open_low=True),
+          open_low=True, unit="s"),
     Param("locked_joint_names", [], "URDF joints held still and left out of the model",
           "string"),
     Param("matched_filter", _G.matched, "filter the sensor frame's kinematics (computed at "
           "every joint sample) with the wrench's kernel: no filter bias; needs sensor_frame, "
           "gravity and locked_joint_positions as the kinematics node has them"),
     Param("sensor_frame", "ft_sensor", "matched_filter: URDF frame of the F/T sensor"),
-    Param("gravity", list(DEFAULT_GRAVITY), "matched_filter: gravity in the URDF base frame, "
-          "m/s^2", "double"),
+    Param("gravity", list(DEFAULT_GRAVITY), "matched_filter: gravity in the URDF base frame",
+          "double", unit="m/s^2"),
     Param("locked_joint_positions", [], "matched_filter: positions of the locked joints",
-          "double"),
-    Param("queue_depth", 500, "subscription queue depth (messages)", low=1),
+          "double", unit="rad or m"),
+    Param("queue_depth", 500, "subscription queue depth (messages)", low=1, unit="messages"),
     Param("publish_rate", 200.0, "at most this many batches per second (Hz); a batch leaves "
-          "0.5 ms after new data arrived", low=0, open_low=True),
+          "0.5 ms after new data arrived", low=0, open_low=True, high=10000, unit="Hz",
+          live=True),
 )
 
 KINEMATICS_PARAMS = URDF_PARAMS + (
     Param("sensor_frame", "ft_sensor", "URDF frame of the F/T sensor's measurement origin"),
-    Param("gravity", list(DEFAULT_GRAVITY), "gravity in the URDF base frame, m/s^2", "double"),
+    Param("gravity", list(DEFAULT_GRAVITY), "gravity in the URDF base frame, m/s^2", "double",
+          unit="m/s^2"),
     Param("locked_joint_names", [], "URDF joints held still", "string"),
-    Param("locked_joint_positions", [], "their positions, rad or m", "double"),
+    Param("locked_joint_positions", [], "their positions, rad or m", "double",
+          unit="rad or m"),
 )
 
 LINKS_PARAMS = URDF_PARAMS + (
@@ -101,60 +120,122 @@ LINKS_PARAMS = URDF_PARAMS + (
           "link parameters and friction from joint_states (JointState.effort)"),
     Param("links_joints", [], "links mode: joints identified (empty: every movable URDF "
           "joint); the others are locked at 0", "string"),
-    Param("links_method", "sdp", "links mode: sdp or qp (consistent), wls or pls"),
-    Param("links_prior_weight", 1e-2, "links mode: weight of the URDF (CAD) prior", low=0),
-    Param("links_fit_gains", False, "links mode: fit a drive gain per joint (efforts not in N m)"),
+    Param("links_method", "sdp", "links mode: sdp or qp (consistent), wls or pls", live=True),
+    Param("links_prior_weight", 1e-2, "links mode: weight of the URDF (CAD) prior", low=0,
+          unit="1", live=True),
+    Param("links_fit_gains", False, "links mode: fit a drive gain per joint (efforts not in N m)",
+          live=True),
     Param("links_window", 31, "links mode: Savitzky-Golay window, in kept joint states (odd)",
-          low=3),
-    Param("links_decimation", 5, "links mode: keep every N-th joint state", low=1),
+          low=3, unit="samples"),
+    Param("links_decimation", 5, "links mode: keep every N-th joint state", low=1,
+          unit="samples", live=True),
     Param("links_horizon", 120.0, "links mode: s of joint states the fit uses (the latest)",
-          low=0, open_low=True),
-    Param("links_solve_period", 10.0, "links mode: s between fits", low=0, open_low=True),
+          low=0, open_low=True, unit="s", live=True),
+    Param("links_solve_period", 10.0, "links mode: s between fits", low=0, open_low=True,
+          unit="s", live=True),
 )
 
 SOLVER_PARAMS = LINKS_PARAMS + (
     Param("wrench_sign", _P.wrench_sign, "payload_on_sensor (F/T sensors) or sensor_on_payload"),
-    Param("force_noise_std", _P.force_noise_std, "F/T force noise std, N (weights force rows)",
-          low=0, open_low=True),
+    Param("force_noise_std", _P.force_noise_std, "F/T force noise std, N (weights force rows; "
+          "a change applies to new samples)", low=0, open_low=True, unit="N", live=True),
     Param("torque_noise_std", _P.torque_noise_std,
-          "F/T torque noise std, N m (weights torque rows)", low=0, open_low=True),
+          "F/T torque noise std, N m (weights torque rows; a change applies to new samples)",
+          low=0, open_low=True, unit="N m", live=True),
     Param("forgetting_factor", _P.forgetting_factor, "per-sample exponential forgetting in (0, 1]",
-          low=0, high=1, open_low=True),
+          low=0, high=1, open_low=True, unit="1", live=True),
     Param("window_samples", _P.window_samples, "> 0: estimate from the last N samples only",
-          low=0),
+          low=0, unit="samples"),
     Param("method", _P.method, "lmi_sdp or manifold (consistent), least_squares or pls"),
-    Param("epsilon", _P.epsilon, "margin of J(pi) >= epsilon I, kg m^2", low=0),
+    Param("epsilon", _P.epsilon, "margin of J(pi) >= epsilon I, kg m^2", low=0, unit="kg m^2",
+          live=True),
     Param("solve_timeout", 0.2, "s: a slower solve fails and the last estimate stays (0: none)",
-          low=0),
-    Param("min_samples", _O.min_samples, "samples before the first solve", low=1),
+          low=0, unit="s", live=True),
+    Param("min_samples", _O.min_samples, "samples before the first solve", low=1,
+          unit="samples", live=True),
     Param("converged_mass_std", _O.converged_mass_std,
-          "relative mass std under which the mass has converged", low=0, open_low=True),
+          "relative mass std under which the mass has converged", low=0, open_low=True,
+          unit="1", live=True),
     Param("converged_com_std", _O.converged_com_std,
-          "m: CoM std (each axis) under which the CoM has converged", low=0, open_low=True),
+          "m: CoM std (each axis) under which the CoM has converged", low=0, open_low=True,
+          unit="m", live=True),
     Param("converged_inertia_std", _O.converged_inertia_std,
           "inertia-about-CoM std (each entry) relative to the largest principal moment under "
-          "which the inertia has converged", low=0, open_low=True),
-    Param("contact_detection", _O.monitor, "run the T^2 contact monitor"),
+          "which the inertia has converged", low=0, open_low=True, unit="1", live=True),
+    Param("contact_detection", _O.monitor, "run the T^2 contact monitor", live=True),
     Param("confidence", _O.confidence, "T^2 threshold confidence", low=0, high=0.999999999,
-          open_low=True),
+          open_low=True, unit="1", live=True),
     Param("training_samples", _O.training_samples,
-          "contact-free samples that learn the residual covariance", low=13),
+          "contact-free samples that learn the residual covariance (a change applies to the "
+          "next training: after a reset or a payload change)", low=13, unit="samples",
+          live=True),
     Param("on_samples", _O.on_samples, "consecutive samples above the threshold start a contact",
-          low=1),
+          low=1, unit="samples", live=True),
     Param("off_samples", _O.off_samples, "consecutive samples below release * threshold end it",
-          low=1),
+          low=1, unit="samples", live=True),
     Param("release", _O.release, "hysteresis factor of the threshold", low=0, high=1,
-          open_low=True),
-    Param("gate_margin", _O.gate_margin, "s around a contact whose samples are not used", low=0),
+          open_low=True, unit="1", live=True),
+    Param("gate_margin", _O.gate_margin, "s around a contact whose samples are not used", low=0,
+          unit="s", live=True),
     Param("payload_change_after", _O.payload_change_after,
-          "s of anomaly taken as a new payload (0: never)", low=0),
-    Param("publish_rate", 2.0, "estimates published per second (Hz)", low=0, open_low=True),
+          "s of anomaly taken as a new payload (0: never)", low=0, unit="s", live=True),
+    Param("publish_rate", 2.0, "estimates published per second (Hz)", low=0, open_low=True,
+          high=1000, unit="Hz", live=True),
     Param("contact_decimation", 10, "publish ~/contact every N samples (and at every change)",
-          low=1),
+          low=1, unit="samples", live=True),
 )
 
+def _simulator_params() -> tuple[Param, ...]:
+    from inertial_id.core.parameters import vector_from_symmetric
+    from inertial_id.core.simulation import (
+        BUNDLED_HOME,
+        BUNDLED_SENSOR_FRAME,
+        DEFAULT_OFFSET,
+        default_payload,
+    )
+
+    payload = default_payload()
+    return (
+        Param("urdf_path", "", "URDF file; empty: the bundled arm6_ft arm"),
+        Param("sensor_frame", BUNDLED_SENSOR_FRAME, "F/T sensor frame"),
+        Param("home", list(BUNDLED_HOME), "trajectory centre", "double", unit="rad"),
+        Param("payload_mass", payload.mass, "payload mass", low=0, open_low=True, unit="kg"),
+        Param("payload_com", payload.com.tolist(), "payload CoM, sensor frame", "double",
+              unit="m"),
+        Param("payload_inertia", vector_from_symmetric(payload.inertia_com).tolist(),
+              "[ixx, ixy, ixz, iyy, iyz, izz] about the CoM", "double", unit="kg m^2"),
+        Param("wrench_offset", list(DEFAULT_OFFSET), "F/T bias", "double", unit="N, N m"),
+        Param("contacts", [], "flat [start_s, duration_s, fx, fy, fz] per contact", "double",
+              unit="s, s, N, N, N"),
+        Param("wrench_sign", "payload_on_sensor", "convention of the wrench"),
+        Param("wrench_rate", 1000.0, "F/T rate", low=0, open_low=True, high=1e5, unit="Hz"),
+        Param("joint_state_rate", 500.0, "joint state rate", low=0, open_low=True, high=1e5,
+              unit="Hz"),
+        Param("payload_change_time", -1.0, "s after start when the payload changes (< 0: never)",
+              unit="s"),
+        Param("payload_change_mass", 0.8, "new payload mass", low=0, open_low=True, unit="kg"),
+        Param("payload_change_com", [0.0, 0.03, 0.09], "new payload CoM", "double", unit="m"),
+        Param("payload_change_inertia", [0.002, 0.0, 0.0, 0.002, 0.0, 0.001],
+              "new payload inertia about its CoM", "double", unit="kg m^2"),
+        Param("amplitude", 0.6, "max joint excursion", low=0, unit="rad"),
+        Param("period", 8.0, "trajectory period", low=0, open_low=True, unit="s"),
+        Param("max_velocity", 1.5, "max joint speed", low=0, open_low=True, unit="rad/s"),
+        Param("trajectory_seed", 1, "seed of the Fourier coefficients", low=0, high=2**32 - 1,
+              unit="1"),
+        Param("force_noise_std", 0.08, "F/T force noise", low=0, unit="N"),
+        Param("torque_noise_std", 0.004, "F/T torque noise", low=0, unit="N m"),
+        Param("joint_noise_std", 1e-5, "encoder noise", low=0, unit="rad"),
+        Param("seed", 0, "noise seed", low=0, high=2**32 - 1, unit="1"),
+        Param("queue_depth", 500, "publisher queue depth", low=1, unit="messages"),
+        Param("tick", 0.005, "publishing period", low=0, open_low=True, unit="s"),
+    )
+
+
+SIMULATOR_PARAMS = _simulator_params()
+"""The simulator's parameters: all read-only (a new payload or trajectory is a new run)."""
+
 NODE_PARAMS = {"gatherer": GATHERER_PARAMS, "kinematics": KINEMATICS_PARAMS,
-               "solver": SOLVER_PARAMS}
+               "solver": SOLVER_PARAMS, "simulator": SIMULATOR_PARAMS}
 
 
 def with_defaults(params: tuple[Param, ...], values: Mapping[str, Any],

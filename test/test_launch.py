@@ -48,6 +48,12 @@ def resolve(text: str, args: dict[str, str]) -> str:
     return text
 
 
+def section_applies(key: str, node: str) -> bool:
+    """Whether a parameter file's section ``key`` applies to ``node`` in any namespace, as
+    rcl matches them (``/**``, ``/**/node``); a bare ``node`` only matches ``/node``."""
+    return key == "/**" or key == f"/**/{node}"
+
+
 def launch_nodes(path: Path, given: dict[str, str] | None = None) -> list[tuple[str, str, dict]]:
     """(executable, node name, parameters) of every node, includes followed."""
     root = ET.parse(path).getroot()
@@ -66,10 +72,14 @@ def launch_nodes(path: Path, given: dict[str, str] | None = None) -> list[tuple[
                 if param.get("from"):
                     file = Path(resolve(param.get("from"), args))
                     assert file.is_file(), f"{path.name}: missing parameter file {file}"
-                    section = yaml.safe_load(file.read_text()).get(element.get("name"), {})
-                    params.update(section.get("ros__parameters", {}))
+                    doc = yaml.safe_load(file.read_text())
+                    for key, section in doc.items():
+                        if section_applies(key, element.get("name")):
+                            params.update(section.get("ros__parameters", {}))
                 else:
                     params[param.get("name")] = resolve(param.get("value"), args)
+            namespace = resolve(element.get("namespace", ""), args)
+            params["__namespace"] = namespace
             nodes.append((element.get("exec"), element.get("name"), params))
     return nodes
 
@@ -103,7 +113,7 @@ def test_launch_nodes_are_installed_and_parameters_declared(
     assert nodes
     for executable, name, params in nodes:
         assert executable in installed_executables(), f"{executable} is not installed"
-        unknown = set(params) - declared[executable]
+        unknown = set(params) - declared[executable] - {"__namespace"}
         assert not unknown, f"{path.name}: {name} does not declare {sorted(unknown)}"
         urdf = params.get("urdf_path")
         if urdf:
@@ -119,7 +129,10 @@ def test_every_config_section_is_a_node_with_declared_parameters(
     declared: dict[str, set[str]]
 ) -> None:
     for file in sorted((ROOT / "config").glob("*.yaml")):
-        for node, section in yaml.safe_load(file.read_text()).items():
+        for key, section in yaml.safe_load(file.read_text()).items():
+            assert key.startswith("/**/"), (
+                f"{file.name}: section {key} applies only outside namespaces; key it /**/<node>")
+            node = key.removeprefix("/**/")
             assert node in declared, f"{file.name}: unknown node {node}"
             unknown = set(section["ros__parameters"]) - declared[node]
             assert not unknown, f"{file.name}: {node} does not declare {sorted(unknown)}"
@@ -130,3 +143,24 @@ def test_setup_and_cmake_install_the_same_nodes() -> None:
     for name in installed_executables():
         assert f'"{name}"' in setup
         assert (ROOT / "inertial_id" / "nodes" / f"{name}.py").is_file()
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
+def test_a_namespace_argument_puts_every_node_in_it(path: Path) -> None:
+    root = ET.parse(path).getroot()
+    assert "namespace" in {a.get("name") for a in root.iter("arg")}
+    nodes = launch_nodes(path, {"namespace": "left"})
+    assert nodes and all(p["__namespace"] == "left" for _, _, p in nodes)
+    assert all(p["__namespace"] == "" for _, _, p in launch_nodes(path))
+    for _, name, params in nodes:  # the parameter files still apply in the namespace
+        if name in ("solver", "simulator"):
+            assert len(params) > 3, f"{path.name}: no parameters reach {name} in a namespace"
+
+
+def test_the_demo_in_a_namespace_keeps_its_topics_in_it() -> None:
+    """The simulator publishes relative names; the demo must not remap the pipeline's
+    inputs to absolute ones."""
+    root = ET.parse(ROOT / "launch" / "demo.launch.xml").getroot()
+    given = {a.get("name"): a.get("value") for a in root.iter("arg") if a.get("value")}
+    assert not given["joint_states_topic"].startswith("/")
+    assert not given["wrench_topic"].startswith("/")

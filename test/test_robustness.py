@@ -1009,7 +1009,7 @@ def test_wrenches_in_another_frame_are_an_error_not_an_estimate(data: Recording)
 
 @pytest.mark.parametrize(("param", "message"), [
     ("epsilon:=.nan", "solver: epsilon must be a finite number >= 0, got nan"),
-    ("publish_rate:=0.0", "solver: publish_rate must be a finite number > 0, got 0.0"),
+    ("publish_rate:=0.0", "solver: publish_rate must be a finite number > 0 and <= 1000, got 0.0"),
     ("confidence:=1.5", "solver: confidence must be a finite number > 0"),
 ])
 def test_bad_parameter_values_stop_the_node_with_one_line(

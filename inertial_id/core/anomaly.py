@@ -163,6 +163,19 @@ class T2Monitor:
         self.mean, self.covariance, self._n = mean, cov, n
         self._inverse, self._threshold = inverse, threshold
 
+    def reconfigure(self, confidence: float, training_samples: int, on_samples: int,
+                    off_samples: int, release: float) -> None:
+        """New settings, keeping what was learned (the threshold follows ``confidence``);
+        invalid ones raise :class:`InertialIdError` and change nothing."""
+        T2Monitor(confidence=confidence, training_samples=training_samples,
+                  on_samples=on_samples, off_samples=off_samples, release=release)
+        threshold = self._threshold
+        if self.ready and self.mean is not None:
+            threshold = t2_threshold(self.mean.size, self._n, confidence)
+        self.confidence, self.training_samples = confidence, training_samples
+        self.on_samples, self.off_samples, self.release = on_samples, off_samples, release
+        self._threshold = threshold
+
     def reset(self) -> None:
         """Forget the learned covariance and any contact state."""
         self.mean = self.covariance = self._inverse = None

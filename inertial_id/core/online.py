@@ -167,6 +167,32 @@ class OnlineEstimator:
         self.setup_problems: list[SetupProblem] = []
         self.received = self.used = 0
 
+    def reconfigure(self, config: OnlineConfig) -> None:
+        """New settings while running, keeping the data and what the monitor learned.
+
+        Thresholds, the monitor's settings (its threshold follows ``confidence``), the gate,
+        ``min_samples`` and the identifier's tunables (:meth:`PayloadIdentifier.reconfigure`)
+        apply from now on; new noise std restart the set-up check's statistics. Settings the
+        statistics depend on (``wrench_sign``, ``method``, ``window_samples``) raise
+        :class:`InertialIdError`, and so do invalid ones; then nothing changed.
+        """
+        fixed = [n for n in PayloadIdentifier.RESTART_FIELDS
+                 if getattr(config.payload, n) != getattr(self.config.payload, n)]
+        if fixed:
+            raise InertialIdError(f"{', '.join(fixed)} cannot change while running: restart")
+        c = config
+        self.monitor.reconfigure(c.confidence, c.training_samples, c.on_samples,
+                                 c.off_samples, c.release)
+        old = self.config.payload
+        self.identifier.reconfigure(c.payload)
+        if (c.payload.force_noise_std, c.payload.torque_noise_std) != (
+                old.force_noise_std, old.torque_noise_std):
+            self.setup.set_noise(c.payload.force_noise_std, c.payload.torque_noise_std)
+        if self.config.monitor and not c.monitor:
+            self.monitor.clear_contact()  # no monitor: nothing holds the estimate any more
+            self._anomaly, self._next_change_check = [], np.inf
+        self.config = config
+
     def _new_monitor(self) -> T2Monitor:
         c = self.config
         return T2Monitor(confidence=c.confidence, training_samples=c.training_samples,

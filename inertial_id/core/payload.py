@@ -107,6 +107,28 @@ class PayloadIdentifier:
         )
         self.reset()
 
+    RESTART_FIELDS = ("wrench_sign", "window_samples", "block_samples", "method",
+                      "regularization", "constraints", "known_offset", "pls_components",
+                      "score_block_samples")
+    """Settings the accumulated statistics depend on: they cannot change while running."""
+
+    def reconfigure(self, config: PayloadConfig) -> None:
+        """Apply new settings to later samples and solves (noise std, forgetting factor,
+        epsilon, solve timeout, time budget, prior); the :attr:`RESTART_FIELDS` must stay."""
+        fixed = [n for n in self.RESTART_FIELDS
+                 if getattr(config, n) != getattr(self.config, n)]
+        if fixed:
+            raise InertialIdError(f"{', '.join(fixed)} cannot change while running: restart")
+        self._axis_weights = np.repeat(
+            [config.force_noise_std**-2, config.torque_noise_std**-2], 3)
+        self._sdp.epsilon = config.epsilon
+        self._sdp.time_limit = config.solve_timeout
+        self._manifold.time_budget = config.time_budget
+        if config.prior != self.config.prior or config.prior_weight != self.config.prior_weight:
+            self._sdp.set_prior(np.zeros(N_PI) if config.prior is None else config.prior,
+                                config.prior_weight)
+        self.config = config
+
     def reset(self) -> None:
         """Forget all data."""
         self._all = SufficientStatistics(N_UNKNOWNS, self.config.score_block_samples)

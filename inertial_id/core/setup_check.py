@@ -69,6 +69,11 @@ class SetupCheck:
         self._weights = np.repeat([force_noise_std**-2, torque_noise_std**-2], 3)
         self.reset()
 
+    def set_noise(self, force_noise_std: float, torque_noise_std: float) -> None:
+        """New noise std: its statistics are weighted by them, so they start again."""
+        self._weights = np.repeat([force_noise_std**-2, torque_noise_std**-2], 3)
+        self.reset()
+
     def reset(self) -> None:
         """Forget everything (a new payload, a reset)."""
         self.force = SufficientStatistics(N_PI + 6)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -11,9 +13,15 @@ import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    SetParametersResult,
+)
 from rclpy.clock import Clock, ClockType
 from rclpy.context import Context
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -23,11 +31,13 @@ from rclpy.qos import (
     QoSProfile,
     ReliabilityPolicy,
 )
+from rclpy.signals import SignalHandlerOptions
 from rclpy.timer import Timer
 from std_msgs.msg import Header, String
 
 from inertial_id.cdr import stamp_parts
 from inertial_id.core.errors import InertialIdError
+from inertial_id.nodes import stopping
 from inertial_id.settings import Param, validate
 
 
@@ -58,35 +68,195 @@ def latched_qos() -> QoSProfile:
     )
 
 
-def declare(
-    node: Node, name: str, default: Any, description: str,
-    array_type: Parameter.Type | None = None,
-) -> Any:
-    """Declare a read-only parameter with a description and return its value.
-
-    ``array_type`` types a parameter whose default is ``[]`` (rclpy cannot infer the type of
-    an empty list): it is declared by type, and the default applies when no value is given.
-    """
-    descriptor = ParameterDescriptor(description=description, read_only=True)
-    if array_type is None:
-        return node.declare_parameter(name, default, descriptor).value
-    parameter = node.declare_parameter(name, array_type, descriptor)
-    return default if parameter.type_ == Parameter.Type.NOT_SET else parameter.value
-
-
 _ARRAY_TYPES = {"string": Parameter.Type.STRING_ARRAY, "double": Parameter.Type.DOUBLE_ARRAY}
+_TYPE_WORDS = {Parameter.Type.BOOL: "true or false", Parameter.Type.INTEGER: "an integer",
+               Parameter.Type.DOUBLE: "a number", Parameter.Type.STRING: "a string",
+               Parameter.Type.DOUBLE_ARRAY: "a list of numbers",
+               Parameter.Type.STRING_ARRAY: "a list of strings"}
+INT64_MAX = 2**63 - 1
+DOUBLE_MAX = sys.float_info.max
 
 
-def declare_all(node: Node, params: Sequence[Param]) -> dict[str, Any]:
+def parameter_type(param: Param) -> Parameter.Type:
+    """The ROS parameter type of ``param`` (from its default or ``array_type``)."""
+    if param.array_type:
+        return _ARRAY_TYPES[param.array_type]
+    return Parameter.Type.from_parameter_value(param.default)
+
+
+def descriptor(param: Param) -> ParameterDescriptor:
+    """The descriptor a node declares ``param`` with: description and unit, the range (rqt's
+    sliders; a one-sided range ends at the type's largest value), read-only unless the node
+    applies a change while running (:attr:`Param.live`)."""
+    unit = f" [{param.unit}]" if param.unit else ""
+    constraints = param.range_text
+    if param.numeric and constraints:
+        constraints = "finite, " + constraints
+    out = ParameterDescriptor(
+        description=param.description + unit, read_only=not param.live,
+        additional_constraints=constraints if param.numeric else "",
+    )
+    kind = parameter_type(param)
+    if param.low is None and param.high is None:
+        return out
+    if kind == Parameter.Type.INTEGER:
+        low = -INT64_MAX - 1 if param.low is None else math.ceil(param.low)
+        if param.open_low and low == param.low:
+            low += 1
+        high = INT64_MAX if param.high is None else math.floor(param.high)
+        out.integer_range = [IntegerRange(from_value=int(low), to_value=int(high), step=1)]
+    elif kind == Parameter.Type.DOUBLE:
+        out.floating_point_range = [FloatingPointRange(
+            from_value=-DOUBLE_MAX if param.low is None else float(param.low),
+            to_value=DOUBLE_MAX if param.high is None else float(param.high), step=0.0)]
+    return out
+
+
+def coerce(param: Param | None, parameter: Parameter) -> Parameter:
+    """An integer where a double is expected (``-p publish_rate:=5``, ``ros2 param set ...
+    5``) becomes that double; everything else is left to the type check."""
+    if param is None:
+        return parameter
+    kind = parameter_type(param)
+    if kind == Parameter.Type.DOUBLE and parameter.type_ == Parameter.Type.INTEGER:
+        return Parameter(parameter.name, Parameter.Type.DOUBLE, float(parameter.value))
+    if (kind == Parameter.Type.DOUBLE_ARRAY
+            and parameter.type_ == Parameter.Type.INTEGER_ARRAY):
+        return Parameter(parameter.name, Parameter.Type.DOUBLE_ARRAY,
+                         [float(v) for v in parameter.value])
+    return parameter
+
+
+def _plain(value: Any) -> Any:
+    """Parameter values as plain Python (rclpy gives arrays as ``array.array``)."""
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "array":
+        return list(value)
+    return value
+
+
+ApplyFn = Callable[[dict[str, Any], set[str]], None]
+
+
+class LiveParameters:
+    """Runtime changes of a node's parameters (``ros2 param set``, rqt_reconfigure).
+
+    Integers given for doubles are converted (a pre-set callback); read-only parameters and
+    wrong types are refused by rclpy with its reason; a new value is checked with
+    :meth:`Param.check` and handed, with all current values, to ``apply(values, changed)``,
+    which updates the node's live objects or raises :class:`InertialIdError` saying why it
+    cannot (then nothing changed). Every rejection is a ``SetParametersResult`` with a reason,
+    never an exception in the node.
+    """
+
+    def __init__(self, node: Node, params: Sequence[Param], values: dict[str, Any],
+                 apply: ApplyFn | None = None) -> None:
+        self.node = node
+        self.params = {p.name: p for p in params}
+        self.values = dict(values)
+        self.apply = apply
+        self.unexpected = 0  # changes refused for an error apply() did not foresee
+        node.add_pre_set_parameters_callback(self._coerce)
+        node.add_on_set_parameters_callback(self._on_set)
+
+    def _coerce(self, parameters: list[Parameter]) -> list[Parameter]:
+        return [coerce(self.params.get(p.name), p) for p in parameters]
+
+    def _on_set(self, parameters: list[Parameter]) -> SetParametersResult:
+        name = self.node.get_name()
+        changes: dict[str, Any] = {}
+        try:
+            for parameter in parameters:
+                param = self.params.get(parameter.name)
+                if param is None:  # rclpy's own (use_sim_time): rclpy checks them
+                    continue
+                if not param.live:
+                    raise InertialIdError(f"{name}: {param.name} is read-only: restart the node "
+                                          "to change it")
+                value = _plain(parameter.value)
+                param.check(value, name)
+                changes[param.name] = value
+            if changes:
+                values = {**self.values, **changes}
+                if self.apply is not None:
+                    self.apply(values, set(changes))
+                self.values = values
+        except InertialIdError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        except Exception as exc:  # noqa: BLE001 - a refusal with a reason, never a crash
+            self.unexpected += 1
+            self.node.get_logger().error(f"parameter change failed: {exc!r}")
+            return SetParametersResult(successful=False, reason=f"{name}: {exc}")
+        for key, value in changes.items():
+            self.node.get_logger().info(f"{key} set to {value!r}")
+        return SetParametersResult(successful=True)
+
+
+def _override(node: Node, param: Param) -> Parameter | None:
+    """The value given for ``param`` at start-up (``-p``, a parameter file, or
+    ``parameter_overrides``), an integer given for a double converted in place.
+
+    rclpy has no public accessor for the overrides; the alternative, declaring doubles with
+    dynamic typing, would let any type through and lose the type rqt_reconfigure shows."""
+    overrides = node._parameter_overrides  # noqa: SLF001 - see the docstring
+    given = overrides.get(param.name)
+    if given is not None:
+        overrides[param.name] = given = coerce(param, given)
+    return given
+
+
+def declare_param(node: Node, param: Param) -> Any:
+    """Declare one parameter (:func:`descriptor`) and return its value; a value of the wrong
+    type or out of range is an :class:`InertialIdError` naming the node and what is wanted."""
+    given = _override(node, param)
+    try:
+        if param.array_type:
+            parameter = node.declare_parameter(param.name, _ARRAY_TYPES[param.array_type],
+                                               descriptor(param))
+            if parameter.type_ == Parameter.Type.NOT_SET:
+                return list(param.default)
+            return _plain(parameter.value)
+        return _plain(node.declare_parameter(param.name, param.default,
+                                             descriptor(param)).value)
+    except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
+        value = _plain(given.value) if given is not None else param.default
+        param.check(value, node.get_name())  # raises with the message of validate()
+        wanted = _TYPE_WORDS.get(parameter_type(param), "of its declared type")
+        if isinstance(exc, InvalidParameterTypeException):
+            raise InertialIdError(f"{node.get_name()}: {param.name} must be {wanted}, got "
+                                  f"{value!r}") from None
+        raise InertialIdError(f"{node.get_name()}: {param.name}: {value!r} rejected") from None
+
+
+def declare(node: Node, name: str, default: Any, description: str,
+            array_type: Parameter.Type | None = None) -> Any:
+    """Declare a read-only parameter with a description and return its value (for tools'
+    own nodes; the pipeline's parameters are in :mod:`inertial_id.settings`)."""
+    kinds = {v: k for k, v in _ARRAY_TYPES.items()}
+    return declare_param(node, Param(name, default, description,
+                                     kinds.get(array_type) if array_type else None))
+
+
+def declare_all(node: Node, params: Sequence[Param],
+                apply: ApplyFn | None = None) -> dict[str, Any]:
     """Declare every parameter of a node's table (:mod:`inertial_id.settings`); their values,
-    validated (:class:`InertialIdError` saying which is wrong)."""
-    values = {
-        p.name: declare(node, p.name, p.default, p.description,
-                        _ARRAY_TYPES[p.array_type] if p.array_type else None)
-        for p in params
-    }
+    validated (:class:`InertialIdError` saying which is wrong). Live parameters then change
+    at runtime through ``apply`` (:class:`LiveParameters`; ``node.live_parameters``)."""
+    values = {p.name: declare_param(node, p) for p in params}
     validate(tuple(params), values, node.get_name())
+    node.live_parameters = LiveParameters(node, params, values, apply)
     return values
+
+
+def period_ns(seconds: float) -> int:
+    """A timer period in nanoseconds, at least 1 ns and at most what rcl holds (a rate of
+    1e-300 Hz is a timer that never fires, not an overflow)."""
+    return int(min(float(INT64_MAX), max(1.0, float(seconds) * 1e9)))
+
+
+def set_period(timer: Timer, seconds: float) -> None:
+    """Change a running timer's period (it restarts from now)."""
+    timer.timer_period_ns = period_ns(seconds)
+    timer.reset()
 
 
 def steady_timer(node: Node, period: float, callback: Callable[[], None],
@@ -100,8 +270,8 @@ def steady_timer(node: Node, period: float, callback: Callable[[], None],
     a 0.3 s callback the solver's 1 Hz diagnostics fired 11 times in 30 ms and then fell
     silent for 11 s of bag time. Without ``/clock`` at all they would never fire.
     """
-    return node.create_timer(period, callback, clock=Clock(clock_type=ClockType.STEADY_TIME),
-                             autostart=autostart)
+    return node.create_timer(period_ns(period) * 1e-9, callback,
+                             clock=Clock(clock_type=ClockType.STEADY_TIME), autostart=autostart)
 
 
 def to_seconds(stamp: Time) -> float:
@@ -166,36 +336,46 @@ def make_executor(context: Context | None = None) -> Executor:
     return EventsExecutor(context=context)
 
 
-def spin(executor: Executor, context: Context | None = None) -> None:
-    """Spin until the context shuts down (SIGINT/SIGTERM), one event at a time."""
+def spin(executor: Executor, context: Context | None = None,
+         until: Callable[[], bool] = stopping.requested) -> None:
+    """Spin one event at a time until ``until()`` (by default: SIGINT/SIGTERM, see
+    :mod:`inertial_id.nodes.stopping`) or the context shuts down."""
     ok = (context or rclpy.get_default_context()).ok
-    while ok():
+    while ok() and not until():
         executor.spin_once(timeout_sec=0.1)
 
 
+def init(args: Sequence[str] | None = None) -> None:
+    """``rclpy.init`` without rclpy's signal handlers: ours only set a flag (``stopping``)."""
+    stopping.install()
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+
+
 def run(node_factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
-    """Standard ``main``: init, spin one node, shut down; exit code 1 on a start-up error."""
-    rclpy.init(args=args)
-    node = None
+    """Standard ``main``: init, spin one node until SIGINT/SIGTERM, shut down; exit code 0
+    for a stop at any moment, 1 on a start-up error (one line)."""
+    init(args)
+    node = executor = None
     try:
+        if stopping.requested():
+            return 0
         node = node_factory()
         executor = make_executor()
         executor.add_node(node)
         spin(executor)
     except InertialIdError as exc:
+        if stopping.requested():  # a stop during start-up, e.g. while waiting for a file
+            return 0
         print(f"inertial_id: {exc}", flush=True)
         return 1
     except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:
-        if rclpy.ok():
-            raise
-        # A signal shut the context down while a callback was publishing: a normal stop.
+        pass  # a second signal, or the context shut down by someone else
     finally:
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
         if node is not None:
             node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        rclpy.try_shutdown()
     return 0
 
 

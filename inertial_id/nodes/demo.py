@@ -13,12 +13,12 @@ from dataclasses import dataclass
 import rclpy
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.task import Future
 
 from inertial_id.core.metrics import ParameterErrors, parameter_errors
 from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.msg import InertialParameters
-from inertial_id.nodes.common import latched_qos, make_executor
+from inertial_id.nodes import stopping
+from inertial_id.nodes.common import init, latched_qos, make_executor, spin
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.simulator import Simulator
@@ -93,30 +93,36 @@ def run_demo(options: DemoOptions, print_line: Callable[[str], None] = print) ->
                         ("payload_inertia", options.inertia)):
         if value is not None:
             sim_params.append(Parameter(name, value=value))
-    rclpy.init()
+    init()
+    nodes: list[Node] = []
+    executor = None
     try:
         simulator = Simulator(parameter_overrides=sim_params)
         urdf = [Parameter("urdf_path", value=bundled_urdf_path())]
         nodes = [simulator, Gatherer(parameter_overrides=urdf),
                  Kinematics(parameter_overrides=urdf), Solver()]
         monitor = Monitor(print_line)
+        nodes.append(monitor)
         executor = make_executor()
-        for node in [*nodes, monitor]:
+        for node in nodes:
             executor.add_node(node)
-        done = Future()
         start = time.monotonic()
+        deadline = start + options.duration
 
         def tick() -> None:
-            elapsed = time.monotonic() - start
-            monitor.report(elapsed)
-            if elapsed >= options.duration:
-                done.set_result(True)
+            monitor.report(time.monotonic() - start)
 
         monitor.create_timer(options.print_period, tick)
-        executor.spin_until_future_complete(done, timeout_sec=options.duration + 30.0)
+        spin(executor, until=lambda: stopping.requested() or time.monotonic() >= deadline)
+        if stopping.requested():
+            print_line("stopped")
         return _summary(monitor, print_line)
     finally:
-        rclpy.shutdown()
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown()
 
 
 def _summary(monitor: Monitor, print_line: Callable[[str], None]) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
@@ -39,6 +40,7 @@ from inertial_id.nodes.common import (
     pipeline_qos,
     run,
     sensor_qos,
+    set_period,
     steady_timer,
 )
 from inertial_id.nodes.conversions import (
@@ -63,7 +65,7 @@ class Gatherer(Node):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__("gatherer", **kwargs)
-        values = declare_all(self, GATHERER_PARAMS)
+        values = declare_all(self, GATHERER_PARAMS, self.apply_parameters)
         self.values = values
         self.settings = gatherer_settings(values)
         self.gathering: Gathering | None = None
@@ -85,6 +87,12 @@ class Gatherer(Node):
         self.publish_timer = steady_timer(self, 1.0 / self.publish_rate, self.publish_ready,
                                           autostart=False)
         self.description = RobotDescription(self, values, self.configure)
+
+    def apply_parameters(self, values: dict[str, Any], changed: set[str]) -> None:
+        """Runtime parameter changes: ``publish_rate`` (the others are read-only)."""
+        if "publish_rate" in changed:
+            self._refill()
+            self.publish_rate = float(values["publish_rate"])
 
     def configure(self, urdf: str) -> None:
         """Set up the joint mapping and filter once the URDF is known."""
@@ -146,8 +154,7 @@ class Gatherer(Node):
             return
         self._refill()
         wait = max(COALESCE, (1.0 - self.tokens) / self.publish_rate)
-        self.publish_timer.timer_period_ns = int(wait * 1e9)
-        self.publish_timer.reset()
+        set_period(self.publish_timer, wait)
 
     def on_joint_state(self, raw: bytes) -> None:
         self.joint_input.tick()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ from std_msgs.msg import Header, String
 from inertial_id.cdr import CdrDecoder
 from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.kinematics import JointMapper, load_urdf_model, movable_joint_names
-from inertial_id.core.links import FrictionModel, LinkModel
+from inertial_id.core.links import METHODS, FrictionModel, LinkModel
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.signals import savitzky_golay
 from inertial_id.core.timepolicy import StampPolicy
@@ -41,6 +42,7 @@ from inertial_id.nodes.common import (
     RobotDescription,
     latched_qos,
     sensor_qos,
+    set_period,
     steady_timer,
     to_stamp,
 )
@@ -76,8 +78,23 @@ class LinksMode:
         self.diagnostics = Diagnostics(node, "link identification", self.diagnostic_status)
         node.create_subscription(JointState, "joint_states", self.on_joint_state,
                                  sensor_qos(500), raw=True)
-        steady_timer(node, float(values["links_solve_period"]), self.solve_and_publish)
+        self.timer = steady_timer(node, float(values["links_solve_period"]),
+                                  self.solve_and_publish)
         self.description = RobotDescription(node, dict(values), self.configure)
+
+    def reconfigure(self, values: Mapping[str, Any], changed: set[str]) -> None:
+        """Runtime parameter changes: method, prior weight, gains, decimation, horizon and
+        solve period (from the next fit on)."""
+        if values["links_method"] not in METHODS:
+            raise InertialIdError(f"links_method must be one of {', '.join(METHODS)}, got "
+                                  f"{values['links_method']!r}")
+        self.options = replace(self.options, method=values["links_method"],
+                               prior_weight=float(values["links_prior_weight"]),
+                               fit_gains=bool(values["links_fit_gains"]))
+        self.decimation = max(1, int(values["links_decimation"]))
+        self.horizon = float(values["links_horizon"])
+        if "links_solve_period" in changed:
+            set_period(self.timer, float(values["links_solve_period"]))
 
     def configure(self, urdf: str) -> None:
         """The link model once the URDF is known; joints not identified are locked at 0."""

@@ -19,7 +19,8 @@ from rosbags.highlevel import AnyReader
 from rosgraph_msgs.msg import Clock
 
 from inertial_id.bags import TYPESTORE, BagError
-from inertial_id.nodes.common import latched_qos, pipeline_qos, to_stamp
+from inertial_id.nodes import stopping
+from inertial_id.nodes.common import init, latched_qos, pipeline_qos, to_stamp
 
 CLOCK_PERIOD = 0.001
 """Bag seconds between two /clock messages (at most)."""
@@ -68,12 +69,13 @@ class Player(Node):
                 start_wall = time.monotonic()
                 last_clock = -float("inf")
                 for connection, log_time, raw in reader.messages():
-                    if not rclpy.ok():
-                        break
                     bag_time = (log_time - start_log) * 1e-9
                     delay = start_wall + bag_time / self.rate - time.monotonic()
-                    if delay > 0:
-                        time.sleep(delay)
+                    while delay > 0 and not stopping.requested():
+                        time.sleep(min(delay, 0.05))
+                        delay = start_wall + bag_time / self.rate - time.monotonic()
+                    if stopping.requested() or not rclpy.ok():
+                        break
                     if bag_time - last_clock >= CLOCK_PERIOD:
                         self.clock_pub.publish(Clock(clock=to_stamp(log_time * 1e-9)))
                         last_clock = bag_time
@@ -89,15 +91,20 @@ class Player(Node):
 
 
 def play_bag(bag: Path, rate: float = 1.0, loop: bool = False) -> int:
-    """Play ``bag`` (again and again with ``loop``); exit status 0."""
-    rclpy.init()
+    """Play ``bag`` (again and again with ``loop``); exit status 0, also when stopped by
+    SIGINT/SIGTERM (:mod:`inertial_id.nodes.stopping`)."""
+    init()
+    player = None
     try:
         player = Player(Path(bag), rate)
-        while True:
+        while not stopping.requested():
             count = player.play_once()
-            player.get_logger().info(f"published {count} messages from {bag}")
-            if not loop or not rclpy.ok():
-                return 0
+            stopped = " (stopped)" if stopping.requested() else ""
+            player.get_logger().info(f"published {count} messages from {bag}{stopped}")
+            if not loop:
+                break
+        return 0
     finally:
-        if rclpy.ok():
-            rclpy.shutdown()
+        if player is not None:
+            player.destroy_node()
+        rclpy.try_shutdown()

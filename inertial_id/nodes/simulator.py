@@ -13,29 +13,23 @@ from __future__ import annotations
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 
 from inertial_id.cdr import CdrEncoder
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
+from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.regressor import wrench_sign
 from inertial_id.core.simulation import (
-    BUNDLED_HOME,
-    BUNDLED_SENSOR_FRAME,
-    DEFAULT_OFFSET,
     Contact,
     FourierTrajectory,
     PayloadSimulation,
     bundled_urdf_path,
-    default_payload,
 )
 from inertial_id.msg import InertialParameters
-from inertial_id.nodes.common import check, declare, latched_qos, run, sensor_qos, to_stamp
+from inertial_id.nodes.common import check, declare_all, latched_qos, run, sensor_qos, to_stamp
 from inertial_id.nodes.conversions import body_to_msg
-
-_DOUBLES = Parameter.Type.DOUBLE_ARRAY
+from inertial_id.settings import SIMULATOR_PARAMS
 
 
 class Simulator(Node):
@@ -43,63 +37,43 @@ class Simulator(Node):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__("simulator", **kwargs)
-        payload = default_payload()
-        urdf = declare(self, "urdf_path", "", "URDF file; empty: the bundled arm6_ft arm")
-        frame = declare(self, "sensor_frame", BUNDLED_SENSOR_FRAME, "F/T sensor frame")
-        home = declare(self, "home", list(BUNDLED_HOME), "trajectory centre, rad")
-        mass = declare(self, "payload_mass", payload.mass, "payload mass, kg")
-        com = declare(self, "payload_com", payload.com.tolist(), "payload CoM, m, sensor frame")
-        inertia = declare(self, "payload_inertia", vector_from_symmetric(payload.inertia_com)
-                          .tolist(), "[ixx, ixy, ixz, iyy, iyz, izz] about the CoM, kg m^2")
-        offset = declare(self, "wrench_offset", list(DEFAULT_OFFSET), "F/T bias, N and N m")
-        contacts = declare(self, "contacts", [],
-                           "flat [start_s, duration_s, fx, fy, fz] per contact", _DOUBLES)
-        sign = declare(self, "wrench_sign", "payload_on_sensor", "convention of the wrench")
-        self.wrench_rate = declare(self, "wrench_rate", 1000.0, "F/T rate, Hz")
-        self.joint_rate = declare(self, "joint_state_rate", 500.0, "joint state rate, Hz")
-        change_time = declare(self, "payload_change_time", -1.0,
-                              "s after start when the payload changes (< 0: never)")
+        v = declare_all(self, SIMULATOR_PARAMS)
+        contacts = v["contacts"]
         change = BodyParameters.from_mass_com_inertia(
-            declare(self, "payload_change_mass", 0.8, "new payload mass, kg"),
-            declare(self, "payload_change_com", [0.0, 0.03, 0.09], "new payload CoM, m"),
-            declare(self, "payload_change_inertia", [0.002, 0.0, 0.0, 0.002, 0.0, 0.001],
-                    "new payload inertia about its CoM, kg m^2"),
-        )
+            v["payload_change_mass"], v["payload_change_com"], v["payload_change_inertia"])
         check(len(contacts) % 5 == 0, "contacts needs 5 numbers per contact")
-        check(self.wrench_rate > 0 and self.joint_rate > 0, "rates must be positive")
-        kinematics = SensorKinematics(urdf or bundled_urdf_path(), frame)
-        check(len(home) == kinematics.nv, f"home needs {kinematics.nv} joint positions")
+        kinematics = SensorKinematics(v["urdf_path"] or bundled_urdf_path(), v["sensor_frame"])
+        check(len(v["home"]) == kinematics.nv, f"home needs {kinematics.nv} joint positions")
+        self.wrench_rate, self.joint_rate = v["wrench_rate"], v["joint_state_rate"]
         trajectory = FourierTrajectory.random(
-            home,
-            amplitude=declare(self, "amplitude", 0.6, "max joint excursion, rad"),
-            period=declare(self, "period", 8.0, "trajectory period, s"),
-            max_velocity=declare(self, "max_velocity", 1.5, "max joint speed, rad/s"),
-            seed=declare(self, "trajectory_seed", 1, "seed of the Fourier coefficients"),
-        )
+            v["home"], amplitude=v["amplitude"], period=v["period"],
+            max_velocity=v["max_velocity"], seed=v["trajectory_seed"])
+        change_time = v["payload_change_time"]
         self.sim = PayloadSimulation(
             kinematics, trajectory,
-            payload=BodyParameters.from_mass_com_inertia(mass, com, inertia),
-            offset=np.asarray(offset, dtype=float),
-            sign=wrench_sign(sign),
-            force_noise_std=declare(self, "force_noise_std", 0.08, "F/T force noise, N"),
-            torque_noise_std=declare(self, "torque_noise_std", 0.004, "F/T torque noise, N m"),
-            joint_noise_std=declare(self, "joint_noise_std", 1e-5, "encoder noise, rad"),
+            payload=BodyParameters.from_mass_com_inertia(
+                v["payload_mass"], v["payload_com"], v["payload_inertia"]),
+            offset=np.asarray(v["wrench_offset"], dtype=float),
+            sign=wrench_sign(v["wrench_sign"]),
+            force_noise_std=v["force_noise_std"], torque_noise_std=v["torque_noise_std"],
+            joint_noise_std=v["joint_noise_std"],
             contacts=tuple(Contact(c[0], c[1], (c[2], c[3], c[4]))
                            for c in np.reshape(contacts, (-1, 5))),
-            seed=declare(self, "seed", 0, "noise seed"),
+            seed=v["seed"],
             payload_changes=((change_time, change),) if change_time >= 0 else (),
         )
+        frame = v["sensor_frame"]
         self.truth_sent: BodyParameters | None = None
         self.frame = frame
         self.joint_names = kinematics.joint_names
-        qos = sensor_qos(declare(self, "queue_depth", 500, "publisher queue depth"))
+        qos = sensor_qos(v["queue_depth"])
         self.joint_pub = self.create_publisher(JointState, "joint_states", qos)
         self.wrench_pub = self.create_publisher(WrenchStamped, "wrench", qos)
         self.truth_pub = self.create_publisher(InertialParameters, "~/ground_truth", latched_qos())
         self.start: float | None = None
         self.sent = {"joint": 0, "wrench": 0}
         self.encoder = CdrEncoder()
-        self.create_timer(declare(self, "tick", 0.005, "publishing period, s"), self.tick)
+        self.create_timer(v["tick"], self.tick)
 
     def publish_truth(self, elapsed: float) -> None:
         """Latch the payload held at ``elapsed`` s (again after each payload change)."""

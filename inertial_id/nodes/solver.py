@@ -17,6 +17,7 @@ With ``mode: links`` it identifies the robot's links from joint torques instead
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
@@ -37,6 +38,7 @@ from inertial_id.nodes.common import (
     declare_all,
     pipeline_qos,
     run,
+    set_period,
     steady_timer,
     to_stamp,
 )
@@ -60,8 +62,9 @@ class Solver(Node):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__("solver", **kwargs)
-        values = declare_all(self, SOLVER_PARAMS)
         self.links: LinksMode | None = None
+        self.online: OnlineEstimator | None = None
+        values = declare_all(self, SOLVER_PARAMS, self.apply_parameters)
         if values["mode"] == "links":
             self.links = LinksMode(self, values)
             return
@@ -87,10 +90,23 @@ class Solver(Node):
         self.decoder = CdrDecoder()
         self.create_subscription(SensorSamples, "sensor_samples", self.on_samples, pipeline_qos(),
                                  raw=True)
-        steady_timer(self, 1.0 / rate, self.solve_and_publish)
+        self.solve_timer = steady_timer(self, 1.0 / rate, self.solve_and_publish)
         for name, action in (("reset", self.online.reset), ("tare", self.online.tare),
                              ("freeze", self._freeze), ("resume", self._resume)):
             self.create_service(Trigger, f"~/{name}", self._service(name, action))
+
+    def apply_parameters(self, values: dict[str, Any], changed: set[str]) -> None:
+        """Runtime parameter changes (:class:`~inertial_id.nodes.common.LiveParameters`):
+        the estimator's new configuration, the contact decimation, the publish period."""
+        if self.links is not None:
+            self.links.reconfigure(values, changed)
+            return
+        if self.online is None:  # still starting up
+            return
+        self.online.reconfigure(online_config(values))
+        self.decimation = int(values["contact_decimation"])
+        if "publish_rate" in changed:
+            set_period(self.solve_timer, 1.0 / float(values["publish_rate"]))
 
     def _freeze(self) -> None:
         self.online.frozen = True

@@ -1,0 +1,101 @@
+"""Clean stops: SIGINT or SIGTERM at any moment ends every node with exit 0 and nothing but
+log lines; a stopped replay writes what it had (``partial: true``) and exits 130; ``play`` and
+the demo stop cleanly.
+
+The nodes are stopped by ``bench/stop_soak.py`` (4 rounds here, one per scenario: start-up,
+mid-stream, after the stream ended, links mode; the README gives a 50-round run).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from inertial_id import cli
+from inertial_id.nodes import stopping
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+BAD_OUTPUT = ("Traceback", "terminate called", "Aborted", "[FATAL]", "error_already_set")
+sys.path.insert(0, str(ROOT / "bench"))
+
+import stop_soak  # noqa: E402
+
+
+def test_every_node_stops_cleanly_at_random_moments(ros_env: dict[str, str]) -> None:
+    outcome = stop_soak.run(rounds=4, seed=7, env=ros_env)
+    assert sum(outcome.stops.values()) == 16
+    assert not outcome.unclean, "\n\n".join(
+        f"{u['node']} ({u['scenario']}, {u['signal']} at {u['at_s']} s): {u['problem']}\n"
+        f"{u['output']}" for u in outcome.unclean)
+
+
+@pytest.fixture(scope="module")
+def bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("stops") / "run"
+    assert cli.main(["simulate", "--output", str(path), "--duration", "12"]) == 0
+    return path
+
+
+def test_a_stopped_replay_writes_the_estimate_it_had_marked_partial_and_exits_130(
+        bag: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture) -> None:
+    """Ctrl-C sets the stop flag (:mod:`inertial_id.nodes.stopping`); here it is set after
+    8000 messages of the bag's ~18000."""
+    checks = {"n": 0}
+
+    def requested() -> bool:
+        checks["n"] += 1
+        return checks["n"] > 8000
+
+    monkeypatch.setattr(stopping, "requested", requested)
+    monkeypatch.setattr(stopping, "install", lambda: None)
+    out = tmp_path / "out.yaml"
+    code = cli.main(["replay", str(bag), "--no-progress", "--output", str(out)])
+    assert code == 130
+    doc = yaml.safe_load(out.read_text())
+    assert doc["partial"] is True
+    assert doc["estimate"] is not None and abs(doc["estimate"]["mass"] - 1.5) < 0.1
+    printed = capsys.readouterr()
+    assert "PARTIAL" in printed.out and "partial" in printed.err
+    complete = tmp_path / "complete.yaml"
+    monkeypatch.setattr(stopping, "requested", lambda: False)
+    assert cli.main(["replay", str(bag), "--no-progress", "--output", str(complete)]) == 0
+    assert "partial" not in yaml.safe_load(complete.read_text())
+
+
+def test_a_replay_stopped_before_any_sample_says_so_and_exits_130(
+        bag: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setattr(stopping, "requested", lambda: True)
+    monkeypatch.setattr(stopping, "install", lambda: None)
+    out = tmp_path / "out.yaml"
+    assert cli.main(["replay", str(bag), "--no-progress", "--output", str(out)]) == 130
+    assert "before any synchronised sample" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("command", "after"), [
+    (["play", "{bag}"], 2.5),
+    (["demo", "--duration", "60"], 6.0),
+])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_play_and_the_demo_stop_cleanly(bag: Path, ros_env: dict[str, str], command: list[str],
+                                        after: float, sig: signal.Signals) -> None:
+    args = [str(BIN / "inertial-id"), *(c.format(bag=bag) for c in command)]
+    process = subprocess.Popen(args, env=ros_env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    time.sleep(after)
+    process.send_signal(sig)
+    start = time.monotonic()
+    output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    assert time.monotonic() - start < 10.0
+    assert not [b for b in BAD_OUTPUT if b in output], output
+    assert "stopped" in output, output
