@@ -65,6 +65,7 @@ JUNK = (b"\x00\x00\x00\x00" + bytes(range(64)), b"\x00\x01\x00\x00" + bytes(rang
 FAULTS = ("undecodable", "truncated", "glitch", "nan", "duplicates", "new_names", "services")
 DIAGNOSTICS_TIMEOUT = 3.0  # s without a node's diagnostics: a stall
 PROGRESS_TIMEOUT = 5.0  # s without a stage's count growing while data flow: a stall
+DRAIN_TIMEOUT = 30.0  # s at most for the queues to drain once the stream stopped
 
 
 @dataclass
@@ -261,6 +262,12 @@ class Soak:
 
     # the end ---------------------------------------------------------------------------------
 
+    def stage_counts(self) -> tuple[str, ...]:
+        """Every stage's published and received counts, as the last diagnostics say."""
+        keys = ("samples_published", "samples_received", "samples_used", "samples_held")
+        return tuple(self.diagnostics.get(n, (0.0, {}))[1].get(k, "") for n in NODES
+                     for k in keys)
+
     def account(self) -> None:
         """Ledgers once the stream has stopped (the simulator is gone, queues drained)."""
         d = {name: values for name, (_, values) in self.diagnostics.items()}
@@ -318,7 +325,15 @@ def run(duration: float, fault_rate: float, env: dict[str, str], seed: int = 0) 
         spin_for(duration, flowing=True, inject=True)
         spin_for(2.0, flowing=True, inject=False)  # the last faults' effects pass
         stop(processes, ("simulator",))
-        spin_for(4.0, flowing=False, inject=False)  # queues drain; diagnostics at 1 Hz
+        # Queues drain (a loaded machine may need seconds): until two diagnostics rounds
+        # (1 Hz) in a row show the same counts at every stage, at most DRAIN_TIMEOUT.
+        counts, end = None, time.monotonic() + DRAIN_TIMEOUT
+        while time.monotonic() < end:
+            spin_for(2.5, flowing=False, inject=False)
+            now = soak.stage_counts()
+            if now == counts:
+                break
+            counts = now
         soak.report.duration = duration
         soak.account()
     finally:

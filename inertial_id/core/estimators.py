@@ -427,6 +427,12 @@ class ConsistentEstimator:
             self._problem.solve(solver=self.solver, **options)
         except cp.error.SolverError as exc:
             raise SolverError(f"SDP solver {self.solver} failed: {exc}") from exc
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - Clarabel's Rust panics (pyo3
+            # PanicException, e.g. "Eigval error" on degenerate data) derive from BaseException
+            raise SolverError(f"SDP solver {self.solver} failed: {type(exc).__name__}: "
+                              f"{exc}") from exc
         if self._problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or self._x.value is None:
             raise SolverError(f"SDP solver {self.solver} ended with status {self._problem.status}")
         return np.asarray(self._x.value, dtype=float)
