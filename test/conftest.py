@@ -23,6 +23,8 @@ def ros_env() -> dict[str, str]:
 
 def pytest_report_header() -> str:
     """Which ROS 2 distribution this run tests (the venv's rclpy)."""
-    from inertial_id.nodes.compat import rclpy_version, ros_distro
-
+    try:
+        from inertial_id.nodes.compat import rclpy_version, ros_distro
+    except ImportError as exc:
+        return f"ROS 2: not importable ({exc})"
     return f"ROS 2 {ros_distro()} (rclpy {'.'.join(map(str, rclpy_version()))})"
