@@ -1,17 +1,34 @@
 # Development entry points. `make test` on a fresh clone creates .venv first (a few minutes).
-#   make venv   create/update .venv: dependencies, messages, editable install (scripts/setup_venv.sh)
-#   make demo   run the embedded demo: .venv/bin/inertial-id demo $(ARGS)
+#   make venv   create/update the venv: dependencies, messages, editable install (scripts/setup_venv.sh)
+#   make demo   run the embedded demo: <venv>/bin/inertial-id demo $(ARGS)
 #   make test   run the test suite with the venv's python
 #   make lint   ruff check .
-#   make clean  remove build/ and .venv/
+#   make clean  remove the builds and venvs of both distributions
+#
+# ROS 2 distribution: Kilted by default (.venv, build/); `make venv ROS_DISTRO=jazzy` (and
+# `make test ROS_DISTRO=jazzy`, ...) uses a second environment of Jazzy wheels (.venv-jazzy,
+# build-jazzy/). Only a ROS_DISTRO given on the command line counts: the one a sourced ROS 2
+# install exports does not pick the environment.
 
-VENV  := .venv
+ifeq ($(origin ROS_DISTRO),command line)
+DISTRO := $(ROS_DISTRO)
+else
+DISTRO := kilted
+endif
+ifeq ($(DISTRO),kilted)
+VENV := .venv
+else ifeq ($(DISTRO),jazzy)
+VENV := .venv-jazzy
+else
+$(error ROS_DISTRO=$(DISTRO): use kilted or jazzy)
+endif
+
 STAMP := $(VENV)/.inertial_id_ready
 ARGS  ?=
 
 # Inputs of the set-up: the script re-runs only the steps whose inputs changed.
-SETUP_INPUTS := scripts/setup_venv.sh requirements.txt requirements-dev.txt constraints.txt \
-                CMakeLists.txt \
+SETUP_INPUTS := scripts/setup_venv.sh requirements.txt requirements-$(DISTRO).txt \
+                requirements-dev.txt constraints-$(DISTRO).txt CMakeLists.txt \
                 package.xml $(wildcard msg/*.msg) setup.py pyproject.toml
 
 # Tests: DDS discovery on this host only, and a domain id per run (unless given) so that
@@ -24,7 +41,7 @@ TEST_ENV = ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST OMP_NUM_THREADS=1 \
 venv: $(STAMP)
 
 $(STAMP): $(SETUP_INPUTS)
-	bash scripts/setup_venv.sh
+	bash scripts/setup_venv.sh --distro $(DISTRO)
 
 demo: $(STAMP)
 	$(VENV)/bin/inertial-id demo $(ARGS)
@@ -37,4 +54,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf build $(VENV)
+	rm -rf build build-jazzy .venv .venv-jazzy

@@ -26,9 +26,10 @@ setup(
     package_data={"inertial_id": ["resources/*", "resources/**/*"]},
     python_requires=">=3.10",
     # Deliberately empty: the dependencies (the ROS 2 wheels, pinocchio, cvxpy, ...) are pinned
-    # in requirements.txt and installed by scripts/setup_venv.sh, and this package is installed
-    # with --no-deps. On a real ROS 2 install they come from the system (rosdep, package.xml),
-    # and several have different names there, so pip must not try to resolve them.
+    # in requirements.txt and requirements-<distro>.txt and installed by scripts/setup_venv.sh,
+    # and this package is installed with --no-deps. On a real ROS 2 install they come from the
+    # system (rosdep keys in package.xml) and requirements-robot.txt (cvxpy, rosbags), and
+    # several have different names there, so pip must not try to resolve them.
     install_requires=[],
     entry_points={
         "console_scripts": ["inertial-id = inertial_id.cli:main"]

@@ -33,6 +33,13 @@ the host, not the pipeline.
     python bench/pipeline_throughput.py --duration 20 --json out.json
     python bench/pipeline_throughput.py --composed --settings 7:200 --tick 0.001
     python bench/pipeline_throughput.py --core-only
+    python bench/pipeline_throughput.py --distro kilted,jazzy --repeat 3 --separate \
+        --no-stage-latency --settings 41:2:200 --json both.json
+
+``--distro`` runs this script once per ROS 2 distribution with that development environment's
+python (``.venv`` Kilted, ``.venv-jazzy`` Jazzy: ``make venv ROS_DISTRO=jazzy``), alternating
+them ``--repeat`` times so that whatever else loads the machine hits both, and prints their
+runs side by side with each run's CPU steal.
 
 Run it with the venv's python. Its ROS traffic stays on this host
 (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``) in a DDS domain of its own (``ROS_DOMAIN_ID``,
@@ -130,10 +137,10 @@ def parse_settings(text: str, tick: float) -> list[Setting]:
 def _make_executor(name: str, context: Any = None) -> Any:
     from rclpy.executors import SingleThreadedExecutor
 
-    if name == "events":
-        from rclpy.experimental import EventsExecutor
+    from inertial_id.nodes.compat import make_executor
 
-        return EventsExecutor(context=context)
+    if name == "events":
+        return make_executor(context)
     return SingleThreadedExecutor(context=context)
 
 
@@ -655,6 +662,76 @@ def free_domain(first: int, tries: int = 20) -> int:
     raise RuntimeError(f"no free ROS domain among {tries} from {first}")
 
 
+def ros_versions() -> dict[str, str]:
+    """The ROS 2 distribution and rclpy version this process runs."""
+    from inertial_id.nodes.compat import rclpy_version, ros_distro
+
+    return {"distro": ros_distro(), "rclpy": ".".join(map(str, rclpy_version()))}
+
+
+DISTRO_VENVS = {"kilted": ".venv", "jazzy": ".venv-jazzy"}
+
+
+def lost_between_processes(counts: dict[str, Any]) -> int:
+    """Samples lost on the way from one process to the next (not the gatherer's drops by
+    design before its first full joint window)."""
+    return sum(int(v) for k, v in counts.get("dropped_per_stage", {}).items() if "_to_" in k)
+
+
+def compare_distros(args: argparse.Namespace) -> int:
+    """Run this script per distribution with its environment's python, alternating
+    ``args.repeat`` rounds; print every run side by side."""
+    root = Path(__file__).resolve().parents[1]
+    distros = [d.strip() for d in args.distro.split(",") if d.strip()]
+    unknown = set(distros) - set(DISTRO_VENVS)
+    if unknown:
+        raise SystemExit(f"--distro: unknown {sorted(unknown)}; use {sorted(DISTRO_VENVS)}")
+    pythons = {d: root / DISTRO_VENVS[d] / "bin" / "python" for d in distros}
+    missing = [f"{d} ({p.parent.parent.name}: make venv ROS_DISTRO={d})"
+               for d, p in pythons.items() if not p.is_file()]
+    if missing:
+        raise SystemExit("no development environment for " + ", ".join(missing))
+    child_args = ["--duration", str(args.duration), "--settings", args.settings,
+                  "--tick", str(args.tick), "--executor", args.executor, "--no-core"]
+    child_args += (["--separate"] if args.separate else ["--composed"] if args.composed
+                   else ["--core-only"] if args.core_only else [])
+    child_args += ["--no-stage-latency"] if args.no_stage_latency else []
+    # The ROS wheels' start-up hook re-launched this python with its venv's libraries on
+    # LD_LIBRARY_PATH and a flag saying so: the other environment's python must start clean.
+    env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(
+        part for part in env.get("LD_LIBRARY_PATH", "").split(os.pathsep)
+        if part and not part.startswith(sys.prefix + os.sep))
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="throughput_distros_") as tmp:
+        for round_ in range(args.repeat):
+            for distro in distros:
+                out = Path(tmp) / f"{distro}_{round_}.json"
+                print(f"\n===== {distro}, round {round_ + 1} of {args.repeat} =====", flush=True)
+                subprocess.run([str(pythons[distro]), str(Path(__file__).resolve()),
+                                *child_args, "--json", str(out)], check=True, env=env)
+                doc = json.loads(out.read_text())
+                for run in doc["runs"]:
+                    rows.append({"distro": distro, "round": round_ + 1,
+                                 "rclpy": doc["ros"]["rclpy"], **run})
+    print(f"\n{'distro':7} {'rclpy':6} {'round':>5} {'run':44} {'sent':>6} {'lost':>5} "
+          f"{'p50 ms':>7} {'p99 ms':>7} {'steal %':>7}")
+    for row in rows:
+        counts = row["counts"]
+        label = (f"{row['mode']} {row['executor']} w{row['window']} lag{row['lag']} "
+                 f"rate{row['publish_rate']:g}")
+        print(f"{row['distro']:7} {row['rclpy']:6} {row['round']:5d} {label:44} "
+              f"{counts['simulator_published']['wrench']:6d} "
+              f"{lost_between_processes(counts):5d} {row['latency_p50_ms']:7.2f} "
+              f"{row['latency_p99_ms']:7.2f} {row['steal_percent']:7.1f}")
+    print("lost: samples lost between the processes; the gatherer's drops before its first "
+          "full joint window are by design and not counted")
+    if args.json:
+        args.json.write_text(json.dumps({"runs": rows}, indent=2, default=str) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__,
@@ -680,8 +757,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "and/or events (the same nodes under rclpy's EventsExecutor)")
     parser.add_argument("--no-stage-latency", action="store_true",
                         help="do not subscribe to the batches between the nodes")
+    parser.add_argument("--no-core", action="store_true",
+                        help="skip the in-process core cost (it does not depend on ROS)")
+    parser.add_argument("--distro",
+                        help="comma separated ROS 2 distributions (kilted, jazzy): run once "
+                        "per distribution in its development environment and compare")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="with --distro: rounds of one run per distribution (default 1)")
     parser.add_argument("--child", nargs=2, metavar=("KIND", "SETTING"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.distro and not args.child:
+        return compare_distros(args)
     settings = parse_settings(args.settings, args.tick)
     executors = [e.strip() for e in args.executor.split(",")]
     if set(executors) - {"single", "events"}:
@@ -710,12 +796,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                                          not args.no_stage_latency))
     if runs:
         _print_runs(runs)
-    print("\ncore cost per sample (us), in-process, no ROS ...", flush=True)
-    core = core_cost()
-    for key, value in core.items():
-        print(f"  {key:34} {value}")
-    verdict = "meets" if core["kinematics_regressor_accumulate"] <= CORE_TARGET_US else "misses"
-    print(f"  kinematics + regressor + accumulate {verdict} the {CORE_TARGET_US:g} us target")
+    core: dict[str, Any] = {}
+    if not args.no_core:
+        print("\ncore cost per sample (us), in-process, no ROS ...", flush=True)
+        core = core_cost()
+        for key, value in core.items():
+            print(f"  {key:34} {value}")
+        verdict = ("meets" if core["kinematics_regressor_accumulate"] <= CORE_TARGET_US
+                   else "misses")
+        print(f"  kinematics + regressor + accumulate {verdict} the {CORE_TARGET_US:g} us "
+              "target")
     meeting = [_label(r) for r in runs
                if r.latency.get("latency_p99_ms", np.inf) <= LATENCY_TARGET_MS]
     print(f"\nlatency p99 <= {LATENCY_TARGET_MS:g} ms: {', '.join(meeting) or 'no setting'}")
@@ -735,6 +825,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "kinematics_regressor_accumulate_us": CORE_TARGET_US},
             "meets_latency_target": meeting,
             "rates_hz": {"wrench": WRENCH_RATE, "joint_state": JOINT_STATE_RATE},
+            "ros": ros_versions(),
             "machine": {"cpus": os.cpu_count(), "loadavg_before": load_before[0],
                         "loadavg_after": load_after[0]},
             "runs": [r.summary() for r in runs],

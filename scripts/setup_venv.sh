@@ -1,33 +1,52 @@
 #!/usr/bin/env bash
-# Create or update the development virtual environment .venv of inertial_id.
+# Create or update a development virtual environment of inertial_id for one ROS 2 distribution:
+# .venv for Kilted (the default), .venv-jazzy for Jazzy.
 #
 # Needs only python3 (3.10-3.12, with its C headers), cmake (>= 3.20) and a C/C++ compiler.
-# Everything is installed under the repository: .venv (ROS 2 and the other dependencies from
-# PyPI wheels, this package's messages, this package in editable mode) and build/ (the CMake
-# build of the messages).
+# Everything is installed under the repository: the venv (ROS 2 and the other dependencies from
+# PyPI wheels, this package's messages, this package in editable mode) and build/ or
+# build-jazzy/ (the CMake build of the messages against that venv's ROS).
 #
 # Steps, each re-run only when its inputs changed (their hashes are kept in the stamp file
-# .venv/.inertial_id_ready):
-#   1. python3 -m venv .venv
-#   2. pip install requirements.txt + requirements-dev.txt, then patch the wheels' CMake files
+# <venv>/.inertial_id_ready):
+#   1. python3 -m venv <venv>
+#   2. pip install requirements.txt + requirements-<distro>.txt + requirements-dev.txt
+#      (constraints-<distro>.txt), then patch the wheels' CMake files
 #   3. configure, build and install the messages (CMakeLists.txt, package.xml, msg/*.msg)
 #   4. pip install --no-deps -e . (setup.py, pyproject.toml)
-# Running it again with nothing changed does nothing.
-# Usage: scripts/setup_venv.sh [--force]   (INERTIAL_ID_PYTHON=python3.12 picks another Python)
+# Running it again with nothing changed does nothing. The two environments are independent:
+# the source tree is installed in editable mode into both, the messages are built for each.
+# Usage: scripts/setup_venv.sh [--force] [--distro kilted|jazzy]
+#        (INERTIAL_ID_PYTHON=python3.12 picks another Python)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$(pwd)"
-VENV="$ROOT/.venv"
-BUILD="$ROOT/build"
+FORCE=0
+DISTRO=kilted
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --force) FORCE=1 ;;
+    --distro) DISTRO="${2:-}"; shift ;;
+    --distro=*) DISTRO="${1#--distro=}" ;;
+    *) printf '[setup_venv] ERROR: unknown argument %s\n' "$1" >&2; exit 2 ;;
+  esac
+  shift
+done
+case "$DISTRO" in
+  kilted) VENV="$ROOT/.venv"; BUILD="$ROOT/build" ;;
+  jazzy) VENV="$ROOT/.venv-jazzy"; BUILD="$ROOT/build-jazzy" ;;
+  *) printf '[setup_venv] ERROR: ROS distribution %s: use kilted or jazzy\n' "$DISTRO" >&2
+     exit 2 ;;
+esac
+REQ_ROS="requirements-$DISTRO.txt"
+CONSTRAINTS="constraints-$DISTRO.txt"
 STAMP="$VENV/.inertial_id_ready"
 LOGDIR="$VENV/setup-logs"
 PY="$VENV/bin/python"
 BASE_PYTHON="${INERTIAL_ID_PYTHON:-python3}"
-FORCE=0
-[[ "${1:-}" == "--force" ]] && FORCE=1
 
-say() { printf '[setup_venv] %s\n' "$*"; }
+say() { printf '[setup_venv %s] %s\n' "$DISTRO" "$*"; }
 die() { printf '[setup_venv] ERROR: %s\n' "$*" >&2; exit 1; }
 
 # run LOGNAME CMD...: run a command with its output in a log file; show the log's end on failure.
@@ -59,7 +78,7 @@ EOF
 
 # --- 1. the venv ----------------------------------------------------------------------------
 if [[ -x "$PY" ]] && ! "$PY" -c 'pass' >/dev/null 2>&1; then
-  say "existing .venv is broken (its base Python moved?): recreating it"
+  say "existing ${VENV#"$ROOT"/} is broken (its base Python moved?): recreating it"
   rm -rf "$VENV"
 fi
 mkdir -p "$VENV" "$LOGDIR"
@@ -71,15 +90,15 @@ if command -v flock >/dev/null; then
 fi
 
 if [[ ! -x "$PY" ]]; then
-  say "creating .venv with $("$BASE_PYTHON" --version 2>&1)"
+  say "creating ${VENV#"$ROOT"/} with $("$BASE_PYTHON" --version 2>&1)"
   run venv "$BASE_PYTHON" -m venv "$VENV"
   rm -f "$STAMP"
 fi
 PY_VERSION="$("$PY" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')"
 
 # Keys of the steps. A step's key covers its inputs and the keys of the steps it builds on.
-KEY_REQS="$(hash_of "$PY_VERSION" scripts/setup_venv.sh requirements.txt requirements-dev.txt \
-  constraints.txt)"
+KEY_REQS="$(hash_of "$PY_VERSION" "$DISTRO" scripts/setup_venv.sh requirements.txt "$REQ_ROS" \
+  requirements-dev.txt "$CONSTRAINTS")"
 KEY_MSGS="$(hash_of "$KEY_REQS" CMakeLists.txt package.xml msg/*.msg)"
 KEY_PKG="$(hash_of "$KEY_REQS" setup.py pyproject.toml)"
 
@@ -94,6 +113,7 @@ write_stamp() {
   {
     echo "# inertial_id development environment: hashes of the inputs of each finished step"
     echo "python=$PY_VERSION"
+    echo "distro=$DISTRO"
     local key
     for key in requirements messages package; do
       [[ -n "${DONE[$key]:-}" ]] && echo "$key=${DONE[$key]}"
@@ -109,11 +129,11 @@ if [[ "${DONE[requirements]:-}" != "$KEY_REQS" ]]; then
   changed=1
   say "installing pip 26.3"
   run pip-upgrade "$PY" -m pip install pip==26.3
-  # requirements*.txt pin the direct dependencies; constraints.txt pins every package they
-  # pull in, so a fresh machine gets exactly the versions the tests ran with.
-  say "installing requirements.txt and requirements-dev.txt (takes a few minutes the first time)"
-  run pip-requirements "$PY" -m pip install -r requirements.txt -r requirements-dev.txt \
-    -c constraints.txt
+  # requirements*.txt pin the direct dependencies; constraints-<distro>.txt pins every package
+  # they pull in, so a fresh machine gets exactly the versions the tests ran with.
+  say "installing requirements.txt, $REQ_ROS, requirements-dev.txt (a few minutes the first time)"
+  run pip-requirements "$PY" -m pip install -r requirements.txt -r "$REQ_ROS" \
+    -r requirements-dev.txt -c "$CONSTRAINTS"
 
   # The ROS wheels' exported CMake files (share/<pkg>/cmake/*.cmake) name the include
   # directories of the Python the wheels were built with (/opt/python/cpXY-cpXY/...). Point
@@ -165,7 +185,7 @@ if [[ "${DONE[messages]:-}" != "$KEY_MSGS" ]]; then
   rm -rf "$BUILD"
   # Only this venv: a sourced ROS 2 environment must not leak into the build.
   build_env=(env AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV" PATH="$VENV/bin:$PATH")
-  say "configuring the messages (cmake, build/)"
+  say "configuring the messages (cmake, ${BUILD#"$ROOT"/}/)"
   run cmake-configure "${build_env[@]}" cmake -S "$ROOT" -B "$BUILD" \
     -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$VENV" \
@@ -175,9 +195,9 @@ if [[ "${DONE[messages]:-}" != "$KEY_MSGS" ]]; then
     -DINERTIAL_ID_INSTALL_PYTHON=OFF
   say "building the messages"
   run cmake-build "${build_env[@]}" cmake --build "$BUILD" --parallel "$(nproc 2>/dev/null || echo 2)"
-  say "installing the messages into .venv"
-  # The generated Python modules go to .venv/lib/pythonX.Y/site-packages/inertial_id (without
-  # __init__.py, see CMakeLists.txt), the C libraries to .venv/lib: the ROS wheels' start-up
+  say "installing the messages into ${VENV#"$ROOT"/}"
+  # The generated Python modules go to <venv>/lib/pythonX.Y/site-packages/inertial_id (without
+  # __init__.py, see CMakeLists.txt), the C libraries to <venv>/lib: the ROS wheels' start-up
   # hook (ros_wheels_bootstrapper.pth) re-launches the venv's python with <venv>/lib on
   # LD_LIBRARY_PATH, so they are found without an rpath or any environment set-up.
   run cmake-install "${build_env[@]}" cmake --install "$BUILD"
@@ -217,7 +237,7 @@ for cls in (InertialParameters, ContactAnomaly, JointSamples, SensorSamples):
 print("ok", where)
 EOF
   )
-  say "ready: .venv (Python $PY_VERSION)"
+  say "ready: ${VENV#"$ROOT"/} (Python $PY_VERSION, ROS 2 $DISTRO)"
 else
   say "up to date: nothing to do"
 fi

@@ -19,3 +19,12 @@ def ros_env() -> dict[str, str]:
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"]
     return env
+
+
+def pytest_report_header() -> str:
+    """Which ROS 2 distribution this run tests (the venv's rclpy)."""
+    try:
+        from inertial_id.nodes.compat import rclpy_version, ros_distro
+    except ImportError as exc:
+        return f"ROS 2: not importable ({exc})"
+    return f"ROS 2 {ros_distro()} (rclpy {'.'.join(map(str, rclpy_version()))})"

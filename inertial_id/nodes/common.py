@@ -22,7 +22,7 @@ from rcl_interfaces.msg import (
 from rclpy.clock import Clock, ClockType
 from rclpy.context import Context
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import (
@@ -37,7 +37,7 @@ from std_msgs.msg import Header, String
 
 from inertial_id.cdr import stamp_parts
 from inertial_id.core.errors import InertialIdError
-from inertial_id.nodes import stopping
+from inertial_id.nodes import compat, stopping
 from inertial_id.settings import Param, validate
 
 
@@ -322,18 +322,16 @@ class RobotDescription:
 
 
 def make_executor(context: Context | None = None) -> Executor:
-    """rclpy's EventsExecutor where available, else the SingleThreadedExecutor.
+    """rclpy's EventsExecutor where available, else the SingleThreadedExecutor
+    (:func:`inertial_id.nodes.compat.make_executor`: the one place that knows which rclpy
+    has which).
 
     The wait-set executor cannot keep up with a 1 kHz wrench plus 500 Hz joint states in
     Python (measured: 37 % of the wrenches lost, ~1 s latency); the events executor keeps
     all of them with the same nodes (``bench/pipeline_throughput.py``). Drive it with
     :func:`spin` (its own ``spin()`` neither fires timers nor returns on shutdown here).
     """
-    try:
-        from rclpy.experimental import EventsExecutor
-    except ImportError:
-        return SingleThreadedExecutor(context=context)
-    return EventsExecutor(context=context)
+    return compat.make_executor(context)
 
 
 def spin(executor: Executor, context: Context | None = None,
