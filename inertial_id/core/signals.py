@@ -59,20 +59,8 @@ def fit_polynomials(times: NDArray[np.float64], values: NDArray[np.float64],
     samples of n signals. Each window's time is centred on its middle stamp and scaled by its
     half span, which keeps the normal equations well conditioned.
     """
-    n_windows, width = times.shape
-    if width <= order:
-        raise SampleError(f"{width} samples cannot fit a polynomial of order {order}")
-    centre = times[:, width // 2]
-    offsets = times - centre[:, None]
-    scale = np.max(np.abs(offsets), axis=1)
-    scale[scale == 0.0] = 1.0
-    vander = np.ones((n_windows, width, order + 1))  # (N, W, p+1): s^0 .. s^p
-    vander[..., 1] = offsets / scale[:, None]
-    for k in range(2, order + 1):
-        vander[..., k] = vander[..., k - 1] * vander[..., 1]
-    vander_t = vander.transpose(0, 2, 1)
-    coefficients = np.linalg.solve(vander_t @ vander, vander_t @ values)  # (N, p+1, n)
-    return PolynomialFits(coefficients, centre, scale)
+    projections, centre, scale = fit_projections(times, order)
+    return PolynomialFits(projections @ values, centre, scale)  # (N, p+1, n)
 
 
 def local_polynomial(
@@ -141,7 +129,7 @@ def fit_projections(times: NDArray[np.float64], order: int
     offsets = times - centre[:, None]
     scale = np.max(np.abs(offsets), axis=1)
     scale[scale == 0.0] = 1.0
-    vander = np.ones((n_windows, width, order + 1))
+    vander = np.ones((n_windows, width, order + 1))  # (N, W, p+1): s^0 .. s^p
     vander[..., 1] = offsets / scale[:, None]
     for k in range(2, order + 1):
         vander[..., k] = vander[..., k - 1] * vander[..., 1]
