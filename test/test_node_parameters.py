@@ -21,6 +21,7 @@ from test_robustness import Harness, Recording
 from inertial_id.core.anomaly import T2Monitor
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.simulation import bundled_urdf_path
+from inertial_id.nodes.common import period_ns
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.simulator import Simulator
@@ -279,3 +280,10 @@ def test_any_value_on_links_mode_and_simulator_parameters(
         assert node.live_parameters.unexpected == 0
     finally:
         node.destroy_node()
+
+
+def test_timer_periods_stay_within_int64() -> None:
+    """float(2**63 - 1) rounds up to 2**63, which rcl on Jazzy refuses."""
+    assert period_ns(9223372037.0) == 2**63 - 1
+    assert period_ns(1e300) == 2**63 - 1
+    assert period_ns(0.0) == 1 and period_ns(0.5) == 500_000_000

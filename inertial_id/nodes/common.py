@@ -250,7 +250,11 @@ def declare_all(node: Node, params: Sequence[Param],
 def period_ns(seconds: float) -> int:
     """A timer period in nanoseconds, at least 1 ns and at most what rcl holds (a rate of
     1e-300 Hz is a timer that never fires, not an overflow)."""
-    return int(min(float(INT64_MAX), max(1.0, float(seconds) * 1e9)))
+    # Clamp as integers: float(INT64_MAX) rounds up to 2**63, one past what rcl holds.
+    nanoseconds = float(seconds) * 1e9
+    if not nanoseconds < INT64_MAX:
+        return INT64_MAX
+    return max(1, int(nanoseconds))
 
 
 def set_period(timer: Timer, seconds: float) -> None:
