@@ -165,6 +165,7 @@ class OnlineEstimator:
         self.setup = SetupCheck(self.identifier.sign, other_sign(payload.wrench_sign),
                                 payload.force_noise_std, payload.torque_noise_std)
         self.setup_problems: list[SetupProblem] = []
+        self._verdicts: tuple[tuple[Estimate | None, OnlineConfig], Verdicts] | None = None
         self.received = self.used = 0
 
     def reconfigure(self, config: OnlineConfig) -> None:
@@ -200,8 +201,13 @@ class OnlineEstimator:
 
     @property
     def verdicts(self) -> Verdicts:
-        """Per group: converged (:func:`verdicts`)."""
-        return verdicts(self.estimate, self.config)
+        """Per group: converged (:func:`verdicts`); computed once per estimate and
+        configuration (it is asked for every batch until the monitor has trained)."""
+        key = (self.estimate, self.config)
+        cached = self._verdicts
+        if cached is None or cached[0][0] is not key[0] or cached[0][1] is not key[1]:
+            cached = self._verdicts = (key, verdicts(self.estimate, self.config))
+        return cached[1]
 
     @property
     def converged(self) -> bool:
