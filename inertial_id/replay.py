@@ -21,14 +21,19 @@ import yaml
 from tqdm import tqdm
 
 from inertial_id.bags import BagError, BagReader
+from inertial_id.calibration import estimate_document
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.gathering import Gathering, JointStateSample, WrenchSample
-from inertial_id.core.online import OnlineEstimator
 from inertial_id.core.parameters import vector_from_symmetric
 from inertial_id.core.pipeline import PayloadPipeline
 from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE
-from inertial_id.settings import gatherer_settings, kinematics_settings, online_config
+from inertial_id.settings import (
+    gatherer_settings,
+    initial_payload,
+    kinematics_settings,
+    online_estimator,
+)
 
 PROCESS_PERIOD = 0.1
 """Seconds of bag time between two passes of the pipeline (the gatherer's batches)."""
@@ -84,19 +89,7 @@ class ReplayResult:
         doc: dict[str, Any] = {"estimate": None}
         e = self.estimate
         if e is not None:
-            doc["estimate"] = {
-                "frame": self.frame,
-                "mass": float(e.body.mass),
-                "com": [float(v) for v in e.body.com],
-                "inertia_com": [float(v) for v in vector_from_symmetric(e.body.inertia_com)],
-                "pi": [float(v) for v in e.pi],
-                "std": [float(v) for v in e.std],
-                "com_std": [float(v) for v in e.com_std],
-                "inertia_com_std": [float(v) for v in e.inertia_com_std],
-                "covariance_type": e.covariance_type,
-                "wrench_offset": [float(v) for v in e.offset],
-                "physically_consistent": bool(e.physically_consistent),
-            }
+            doc["estimate"] = estimate_document(e, self.frame)
         doc["contacts"] = [[round(float(a), 4), round(float(b), 4)] for a, b in self.contacts]
         doc["samples_used"] = self.samples_used
         doc["ledger"] = self.ledger
@@ -165,13 +158,13 @@ def build_pipeline(params: dict[str, dict[str, Any]], urdf: str) -> PayloadPipel
         solver.pop("contact_decimation", None)
         solver.pop("use_sim_time", None)
         settings = (gatherer_settings(gatherer), kinematics_settings(kinematics),
-                    online_config(solver))
+                    online_estimator(solver, initial_payload(solver)[0]))
     except (TypeError, ValueError) as exc:
         raise InertialIdError(f"bad parameter value: {exc}") from exc
     if not rate > 0.0:
         raise InertialIdError(f"solver publish_rate must be positive, got {rate}")
     return PayloadPipeline(
-        Gathering(urdf, settings[0]), settings[1].model(urdf), OnlineEstimator(settings[2]),
+        Gathering(urdf, settings[0]), settings[1].model(urdf), settings[2],
         solve_period=1.0 / rate,
     )
 

@@ -20,3 +20,20 @@ def rotations(draw):
     q = draw(vectors(4))
     assume(np.linalg.norm(q) > 0.1)
     return Rotation.from_quat(q).as_matrix()
+
+
+@st.composite
+def physical_bodies(draw):
+    """(mass, com, inertia about the CoM) of a physically consistent body.
+
+    The inertia about the CoM is ``R diag(Ly + Lz, Lx + Lz, Lx + Ly) R^T`` with positive second
+    moments ``L`` of the density about the CoM, so its principal moments satisfy the triangle
+    inequalities strictly.
+    """
+    mass = draw(st.floats(0.05, 20.0))
+    com = draw(vectors(3, -0.3, 0.3))
+    second_moments = mass * draw(vectors(3, 1e-3, 0.05))
+    lx, ly, lz = second_moments
+    principal = np.array([ly + lz, lx + lz, lx + ly])
+    rot = draw(rotations())
+    return mass, com, rot @ np.diag(principal) @ rot.T

@@ -15,6 +15,7 @@ import time
 import numpy as np
 import pytest
 import rclpy
+import yaml
 from geometry_msgs.msg import WrenchStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -22,8 +23,15 @@ from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
 from std_srvs.srv import Trigger
 
-from inertial_id.core.simulation import Contact, bundled_urdf_path
-from inertial_id.msg import ContactAnomaly
+from inertial_id import calibration
+from inertial_id.core.errors import InertialIdError
+from inertial_id.core.simulation import (
+    BUNDLED_SENSOR_FRAME,
+    Contact,
+    bundled_urdf_path,
+    default_payload,
+)
+from inertial_id.msg import ContactAnomaly, InertialParameters
 from inertial_id.nodes.common import to_seconds, to_stamp
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
@@ -38,7 +46,7 @@ WALL_SLACK = 46.0  # s of wall time allowed on top, for a loaded machine
 CLOCK_START = 1000.0  # s, the sim time the simulator starts at
 CLOCK_STEP = 0.02  # s of sim time per /clock message (and wall period of the driver)
 MAX_LAG = 0.3  # s, how far the simulation may run ahead of the solver
-SERVICE_TIMES = {"freeze": 12.3, "resume": 12.8, "reset": 13.3}
+SERVICE_TIMES = {"save": 7.0, "freeze": 12.3, "resume": 12.8, "reset": 13.3}
 
 
 class Probe(Node):
@@ -82,7 +90,7 @@ def test_simulator_takes_contacts_from_its_parameter() -> None:
 
 
 @pytest.fixture(scope="module")
-def pipeline_run() -> dict[str, object]:
+def pipeline_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """Runs the pipeline over RUN_TIME s of simulated data; what the probe and solver saw.
 
     The simulator runs on sim time from a /clock the test publishes: at wall-clock pace, but
@@ -102,7 +110,9 @@ def pipeline_run() -> dict[str, object]:
             Parameter("contacts", value=flat_contacts()),
         ])
         urdf = [Parameter("urdf_path", value=bundled_urdf_path())]
-        solver = Solver(context=context)
+        calibration_file = tmp_path_factory.mktemp("calibration") / "payload.yaml"
+        solver = Solver(context=context, parameter_overrides=[
+            Parameter("calibration_file", value=str(calibration_file))])
         nodes = [simulator, Gatherer(context=context, parameter_overrides=urdf),
                  Kinematics(context=context, parameter_overrides=urdf), solver]
         probe = Probe(context)
@@ -111,6 +121,7 @@ def pipeline_run() -> dict[str, object]:
         for node in [*nodes, probe]:
             executor.add_node(node)
         responses: dict[str, Trigger.Response | None] = {}
+        saved: dict[str, object] = {}  # the estimate when ~/save answered
         pending: dict[str, rclpy.task.Future] = {}
         state = {"sim": 0.0, "wall": time.monotonic()}
         done = rclpy.task.Future()
@@ -129,8 +140,11 @@ def pipeline_run() -> dict[str, object]:
                 if name not in pending and processed >= at:
                     pending[name] = probe.clients_[name].call_async(Trigger.Request())
             for name, future in pending.items():
-                if future.done():
+                if future.done() and name not in responses:
                     responses[name] = future.result()
+                    if name == "save":
+                        saved.update(mass=solver.online.estimate.body.mass,
+                                     verdicts=solver.online.verdicts)
             if processed >= RUN_TIME and len(responses) == len(SERVICE_TIMES):
                 done.set_result(True)
 
@@ -140,7 +154,8 @@ def pipeline_run() -> dict[str, object]:
                 "external": list(probe.external), "responses": responses,
                 "intervals": list(solver.online.contacts),
                 "payload_changes": list(solver.online.payload_changes),
-                "wall_time": time.monotonic() - state["wall"]}
+                "wall_time": time.monotonic() - state["wall"],
+                "calibration_file": calibration_file, "saved": saved}
     finally:
         rclpy.shutdown(context=context)
 
@@ -201,3 +216,50 @@ def test_services_answer(pipeline_run: dict) -> None:
     assert set(responses) == set(SERVICE_TIMES)
     for name, response in responses.items():
         assert response is not None and response.success, (name, response)
+
+
+def test_save_writes_the_estimate_it_publishes(pipeline_run: dict) -> None:
+    """``~/save`` at 7 s: the YAML reads back as the estimate the solver had then, close to
+    the simulated payload, in the sensor frame; the URDF snippet lies beside it."""
+    path = pipeline_run["calibration_file"]
+    assert str(path) in pipeline_run["responses"]["save"].message
+    estimate, frame = calibration.load(path)
+    assert frame == BUNDLED_SENSOR_FRAME
+    assert estimate.body.mass == pytest.approx(pipeline_run["saved"]["mass"], rel=1e-12)
+    assert estimate.body.mass == pytest.approx(default_payload().mass, rel=0.02)
+    verdicts = pipeline_run["saved"]["verdicts"]
+    assert yaml.safe_load(path.read_text())["converged"] == {
+        "mass": verdicts.mass, "com": verdicts.com, "inertia": verdicts.inertia}
+    assert calibration.snippet_path(path).read_text().startswith("<inertial>")
+
+
+def test_the_solver_starts_from_a_saved_payload(pipeline_run: dict) -> None:
+    """With ``initial_payload_file`` and no data at all, the solver publishes the saved
+    payload in the saved frame, marked as not from the data."""
+    saved, frame = calibration.load(pipeline_run["calibration_file"])
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        solver = Solver(context=context, parameter_overrides=[
+            Parameter("initial_payload_file", value=str(pipeline_run["calibration_file"])),
+            Parameter("publish_rate", value=20.0)])
+        probe = Node("initial_probe", context=context)
+        received: list[InertialParameters] = []
+        probe.create_subscription(InertialParameters, "/solver/parameters", received.append, 10)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(solver)
+        executor.add_node(probe)
+        end = time.monotonic() + 10.0
+        while not received and time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.05)
+        assert received, "nothing published from the saved payload"
+        msg = received[-1]
+        assert msg.mass == pytest.approx(saved.body.mass, rel=1e-12)
+        assert msg.header.frame_id == frame
+        assert not solver.online.from_data and solver.online.estimate is not None
+        assert solver.diagnostic_status()[2]["estimate_from_data"] is False
+        with pytest.raises(InertialIdError, match="no-such-file"):
+            Solver(context=context, parameter_overrides=[
+                Parameter("initial_payload_file", value="/nonexistent/no-such-file.yaml")])
+    finally:
+        rclpy.shutdown(context=context)

@@ -8,7 +8,7 @@ estimate is solved every 0.5 s of data, as the solver node does.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
@@ -257,6 +257,37 @@ def test_payload_swap_is_detected_and_identified(arm: Arm) -> None:
     assert mass_error(later[-1], other.mass) < 0.005
     assert est.monitor.ready  # retrained on the new payload
     assert [e for _, e in run.events].count("payload_change") == 1
+
+
+def test_a_saved_payload_is_published_until_the_data_replace_it(arm: Arm) -> None:
+    """``start_from`` a payload that is not the one mounted (as after a tool change while the
+    node was down): it is the estimate until ``min_samples``, the monitor does not learn
+    its residuals as normal, and the data's estimate then replaces it. The default prior
+    weight (1e-4) pulled the mass 0.8 g towards the saved 0.8 kg here (0.3 g without the
+    prior; 1e-3 pulled it 5.7 g, 1e-2 57 g)."""
+    wrong = BodyParameters.from_mass_com_inertia(0.8, [0.0, 0.03, 0.09],
+                                                 [0.002, 0.0, 0.0, 0.002, 0.0, 0.001])
+    saved = Estimate(body=wrong, offset=np.zeros(6), covariance=1e-10 * np.eye(16),
+                     samples=1e4, condition_number=1.0, method="saved")
+    config = replace(CONFIG, min_samples=2000,
+                     payload=replace(PAYLOAD, prior=tuple(wrong.pi), prior_weight=1e-4))
+    early: list[tuple[bool, bool]] = []
+
+    def before(est: OnlineEstimator, t: float) -> None:
+        if t == 0.0:
+            est.start_from(saved)
+        if t < 1.9:
+            early.append((est.estimate is saved and not est.from_data, est.monitor.ready))
+
+    run = run_online(arm, arm.simulation().wrench(arm.t), config=config, end=12.0,
+                     before=before)
+    assert early and all(is_saved and not ready for is_saved, ready in early)
+    est = run.estimator
+    assert est.from_data and est.estimate is not saved
+    assert mass_error(est.estimate) < 1e-3
+    assert est.monitor.ready and not est.contacts and not est.payload_changes
+    with pytest.raises(InertialIdError, match="physically consistent"):
+        est.start_from(replace(saved, body=BodyParameters.from_pi(-wrong.pi)))
 
 
 # --- reset, tare, freeze --------------------------------------------------------------------

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
-from strategies import rotations, vectors
+from strategies import physical_bodies, rotations, vectors
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.parameters import (
@@ -28,23 +28,6 @@ from inertial_id.core.parameters import (
 )
 
 FAST = settings(max_examples=80, deadline=None)
-
-
-@st.composite
-def physical_bodies(draw):
-    """(mass, com, inertia about the CoM) of a physically consistent body.
-
-    The inertia about the CoM is ``R diag(Ly + Lz, Lx + Lz, Lx + Ly) R^T`` with positive second
-    moments ``L`` of the density about the CoM, so its principal moments satisfy the triangle
-    inequalities strictly.
-    """
-    mass = draw(st.floats(0.05, 20.0))
-    com = draw(vectors(3, -0.3, 0.3))
-    second_moments = mass * draw(vectors(3, 1e-3, 0.05))
-    lx, ly, lz = second_moments
-    principal = np.array([ly + lz, lx + lz, lx + ly])
-    rot = draw(rotations())
-    return mass, com, rot @ np.diag(principal) @ rot.T
 
 
 # ---------------------------------------------------------------------------------------------

@@ -97,3 +97,8 @@ def test_played_bag_matches_replay(bag: Path, ros_env: dict[str, str]) -> None:
     assert abs(min(contact_stamps) - start) < 0.03  # ~message spacing at decimation 5
     assert diagnostics and int(diagnostics[-1]["contacts"]) == len(offline.contacts), (
         diagnostics[-1], [s - offline.start_time for s in contact_stamps])
+    # Every diagnostics value is one number a plotting tool can read, the estimate's included.
+    numbers = [{k: float(v) for k, v in d.items()} for d in diagnostics]
+    assert numbers[-1]["mass_kg"] == pytest.approx(live.mass, rel=1e-4)
+    assert numbers[-1]["com_z_m"] == pytest.approx(live.com.z, abs=1e-5)
+    assert numbers[-1]["converged"] == float(live.converged)

@@ -44,9 +44,10 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PLOTS = ("convergence.png", "error.png", "wrench_fit.png", "offset.png", "residual.png",
          "t2.png", "condition.png")
 ESTIMATE_KEYS = ["frame", "mass", "com", "inertia_com", "pi", "std", "com_std",
-                 "inertia_com_std", "covariance_type", "wrench_offset", "physically_consistent"]
+                 "inertia_com_std", "covariance_type", "wrench_offset", "wrench_offset_std",
+                 "physically_consistent"]
 LIST_LENGTHS = {"com": 3, "inertia_com": 6, "pi": 10, "std": 10, "com_std": 3,
-                "inertia_com_std": 6, "wrench_offset": 6}
+                "inertia_com_std": 6, "wrench_offset": 6, "wrench_offset_std": 6}
 
 
 # --- fixtures ---------------------------------------------------------------------------

@@ -396,6 +396,9 @@ def test_absurd_values_keep_the_nodes_alive_and_the_estimate_consistent(
         status = h.fresh_diagnostics()
         h.spin(0.5)
         assert set(status) == {"gatherer", "kinematics", "solver"}
+        for node, s in status.items():  # one plottable number per key (text: ValueError)
+            numbers = {key: float(value) for key, value in s.values.items()}
+            assert len(numbers) == len(s.values) > 0, node
         h.assert_nothing_inconsistent()
         for msg in h.probe.parameters:
             assert abs(msg.mass - TRUE_MASS) < 0.05 * TRUE_MASS, msg.mass

@@ -147,6 +147,7 @@ class OnlineEstimator:
         self.identifier = PayloadIdentifier(self.config.payload)
         self.monitor = self._new_monitor()
         self.estimate: Estimate | None = None
+        self.from_data = False  # the estimate comes from the data (not from start_from)
         self.frozen = False
         self.contacts: list[ContactInterval] = []
         self.payload_changes: list[float] = []
@@ -290,7 +291,7 @@ class OnlineEstimator:
         if self.estimate is not None:
             prediction = self.predict(v, a)
             residual = raw - prediction
-            if self.config.monitor and (self.monitor.ready or self.converged):
+            if self.config.monitor and (self.monitor.ready or self.converged and self.from_data):
                 t2, contact = self._monitor(t, residual, events)
         if self.estimate is not None:
             self._recent_residuals.append(residual)
@@ -403,7 +404,7 @@ class OnlineEstimator:
         self.counters[GATED] -= stamps.size  # they were held out as a contact: now used
         self.used += stamps.size
         self.monitor = self._new_monitor()
-        self.estimate = None
+        self.estimate, self.from_data = None, False
         self._anomaly, self._next_change_check = [], np.inf
         self._exclude_until = -np.inf
 
@@ -436,8 +437,19 @@ class OnlineEstimator:
             # Right after a tare the data say nothing of the new offset yet: the solve's
             # offset would be a placeholder, not an estimate. Keep the tared one.
             return self.estimate
-        self.estimate = estimate
+        self.estimate, self.from_data = estimate, True
         return estimate
+
+    def start_from(self, estimate: Estimate) -> None:
+        """Take ``estimate`` (a saved calibration) as the current one until the data give
+        their own: it is what :attr:`estimate` returns and what residuals are measured
+        against, but the contact monitor trains only on an estimate from the data (a saved
+        payload that is no longer the one mounted must not become the monitor's normal).
+        Use it as the solver's prior too (:attr:`PayloadConfig.prior`) to keep what it knows
+        of the directions the motion does not excite."""
+        if not estimate.physically_consistent:
+            raise InertialIdError("a starting estimate must be physically consistent")
+        self.estimate, self.from_data = estimate, False
 
     def reset(self) -> None:
         """Forget the data, the estimate and the learned residual covariance (the ledger's
@@ -446,7 +458,7 @@ class OnlineEstimator:
         self.setup.reset()
         self.setup_problems = []
         self.monitor = self._new_monitor()
-        self.estimate = None
+        self.estimate, self.from_data = None, False
         self.counters[RESET] += sum(stamps.size for stamps, _ in self._pending)
         self._pending.clear()
         self._exclude_until = -np.inf

@@ -381,13 +381,26 @@ def run(node_factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
     return 0
 
 
-StatusFn = Callable[[], tuple[bytes, str, dict[str, str]]]
+Number = int | float | bool
+StatusFn = Callable[[], tuple[bytes, str, dict[str, Number]]]
+
+
+def diagnostic_value(value: Number) -> str:
+    """One diagnostics value as text a plotting tool reads as a number: integers as they
+    are, floats to 6 significant digits (``nan``, ``inf`` spelled so), flags as 1 or 0."""
+    if isinstance(value, (bool, np.bool_)):
+        return "1" if value else "0"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return f"{float(value):.6g}"
 
 
 class Diagnostics:
     """Publishes a node's status on ``/diagnostics`` every ``period`` seconds.
 
-    ``status`` returns ``(level, message, values)``; the name is ``<node>: <what>``.
+    ``status`` returns ``(level, message, values)``: one number per key (counts, quantities
+    with their unit in the key, flags as 1/0), so that PlotJuggler and rqt_plot can plot
+    every key; the text goes in the message. The name is ``<node>: <what>``.
     """
 
     def __init__(self, node: Node, what: str, status: StatusFn, period: float = 1.0) -> None:
@@ -403,7 +416,7 @@ class Diagnostics:
         level, message, values = self._status()
         status = DiagnosticStatus(
             level=level, name=self._name, message=message, hardware_id=self.hardware_id,
-            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+            values=[KeyValue(key=k, value=diagnostic_value(v)) for k, v in values.items()],
         )
         stamp = self._node.get_clock().now().to_msg()
         self._publisher.publish(DiagnosticArray(header=Header(stamp=stamp), status=[status]))

@@ -34,6 +34,7 @@ from inertial_id.msg import JointSamples
 from inertial_id.nodes.common import (
     Diagnostics,
     DropWatch,
+    Number,
     RobotDescription,
     Silence,
     declare_all,
@@ -107,23 +108,23 @@ class Gatherer(Node):
         names = self.gathering.joint_names
         self.get_logger().info(f"gathering {len(names)} joints: {', '.join(names)}")
 
-    def status(self) -> tuple[bytes, str, dict[str, str]]:
+    def status(self) -> tuple[bytes, str, dict[str, Number]]:
         """Diagnostics: inputs, outputs, what was dropped and why."""
-        values = {"joint_states_received": str(self.joint_input.count),
-                  "wrenches_received": str(self.wrench_input.count),
-                  "samples_published": str(self.published)}
+        values = {"joint_states_received": self.joint_input.count,
+                  "wrenches_received": self.wrench_input.count,
+                  "samples_published": self.published}
         dropped = Counter(self.rejected)
         held = 0
         if self.gathering is not None:
             dropped.update(self.gathering.synchronizer.counters)
             held = self.gathering.synchronizer.wrenches_held
         resets = dropped.pop(RESETS, 0)
-        values.update({f"dropped_{k}": str(v) for k, v in dropped.items()})
+        values.update({f"dropped_{k}": v for k, v in dropped.items()})
         wrench_drops = sum(v for k, v in dropped.items() if k in WRENCH_SAMPLE_DROPS
                            or k.startswith("wrench_"))
-        values.update({"wrenches_held": str(held), "stamp_resets": str(resets),
-                       "wrenches_unaccounted": str(self.wrench_input.count - self.published
-                                                   - wrench_drops - held)})
+        values.update({"wrenches_held": held, "stamp_resets": resets,
+                       "wrenches_unaccounted": (self.wrench_input.count - self.published
+                                                 - wrench_drops - held)})
         if self.gathering is None:
             return DiagnosticStatus.WARN, "waiting for the URDF", values
         silent = [name for name, s in (("joint_states", self.joint_input),

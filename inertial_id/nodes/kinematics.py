@@ -24,6 +24,7 @@ from inertial_id.core.timepolicy import OUT_OF_RANGE, in_range
 from inertial_id.msg import JointSamples, SensorSamples
 from inertial_id.nodes.common import (
     Diagnostics,
+    Number,
     RobotDescription,
     Silence,
     UpstreamLoss,
@@ -63,15 +64,15 @@ class Kinematics(Node):
         self.mapper = JointMapper(self.model.joint_names)
         self.get_logger().info(f"sensor frame {self.sensor_frame!r}, {self.model.nv} joints")
 
-    def status(self) -> tuple[bytes, str, dict[str, str]]:
+    def status(self) -> tuple[bytes, str, dict[str, Number]]:
         """Diagnostics: samples in, out and dropped by reason (they add up), messages that
         could not be decoded; an ERROR while wrenches come in another frame."""
-        values = {"samples_received": str(self.samples_in),
-                  "samples_published": str(self.samples_out),
-                  "samples_dropped": str(sum(self.dropped.values())),
-                  "messages_undecodable": str(self.undecodable),
-                  "samples_lost_upstream": str(self.upstream.lost)}
-        values.update({f"dropped_{k}": str(v) for k, v in self.dropped.items()})
+        values: dict[str, Number] = {"samples_received": self.samples_in,
+                                     "samples_published": self.samples_out,
+                                     "samples_dropped": sum(self.dropped.values()),
+                                     "messages_undecodable": self.undecodable,
+                                     "samples_lost_upstream": self.upstream.lost}
+        values.update({f"dropped_{k}": v for k, v in self.dropped.items()})
         if self.model is None:
             return DiagnosticStatus.WARN, "waiting for the URDF", values
         if self.wrong_frame:

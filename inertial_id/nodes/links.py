@@ -39,6 +39,7 @@ from inertial_id.links_tool import LinkOptions, estimate_document, identify_link
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import (
     Diagnostics,
+    Number,
     RobotDescription,
     latched_qos,
     sensor_qos,
@@ -185,10 +186,10 @@ class LinksMode:
             msg.converged = True
             self.parameters_pub.publish(msg)
 
-    def diagnostic_status(self) -> tuple[bytes, str, dict[str, str]]:
+    def diagnostic_status(self) -> tuple[bytes, str, dict[str, Number]]:
         """Diagnostics: counts and the last fit's torque RMS per joint."""
-        values = {"joint_states_received": str(self.received),
-                  "joint_states_kept": str(len(self.states)),
-                  "joint_states_rejected": str(self.rejected), "fits": str(self.fits)}
-        values.update({f"torque_rms_{k}": f"{v:.4g}" for k, v in self.last_rms.items()})
+        values: dict[str, Number] = {"joint_states_received": self.received,
+                                     "joint_states_kept": len(self.states),
+                                     "joint_states_rejected": self.rejected, "fits": self.fits}
+        values.update({f"torque_rms_{k}": float(v) for k, v in self.last_rms.items()})
         return self.status[0], self.status[1], values

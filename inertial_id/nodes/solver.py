@@ -16,7 +16,9 @@ With ``mode: links`` it identifies the robot's links from joint torques instead
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,13 +28,17 @@ from rclpy.node import Node
 from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
+from inertial_id import calibration
 from inertial_id.cdr import CdrDecoder
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.online import OnlineEstimator, StepResult
+from inertial_id.core.estimators import Estimate
+from inertial_id.core.online import OnlineEstimator, StepResult, Verdicts
+from inertial_id.core.parameters import vector_from_symmetric
 from inertial_id.core.timepolicy import RESETS
 from inertial_id.msg import ContactAnomaly, InertialParameters, SensorSamples
 from inertial_id.nodes.common import (
     Diagnostics,
+    Number,
     RecentValues,
     UpstreamLoss,
     declare_all,
@@ -50,8 +56,15 @@ from inertial_id.nodes.conversions import (
     sensor_samples_from_bytes,
 )
 from inertial_id.nodes.links import LinksMode
-from inertial_id.settings import SOLVER_PARAMS, online_config
+from inertial_id.settings import (
+    SOLVER_PARAMS,
+    initial_payload,
+    online_config,
+    online_estimator,
+)
 
+INERTIA_KEYS = ("xx", "xy", "xz", "yy", "yz", "zz")
+"""Order of :func:`~inertial_id.core.parameters.vector_from_symmetric`."""
 LATENCY_WINDOW = 20000
 """Samples whose latency (node clock when used minus wrench stamp) the diagnostics' p50 and
 p99 cover: the last 20 s at 1 kHz."""
@@ -70,10 +83,16 @@ class Solver(Node):
             return
         if values["mode"] != "payload":
             raise InertialIdError(f"mode must be payload or links, got {values['mode']!r}")
-        self.online = OnlineEstimator(online_config(values))
+        self.initial, self.initial_frame = initial_payload(values)
+        self.online = online_estimator(values, self.initial)
+        self.calibration_file = self._calibration_path(values["calibration_file"])
+        if self.initial is not None:
+            self.get_logger().info(
+                f"starting from the saved payload in {values['initial_payload_file']}: "
+                f"{self.initial.body.mass:.4g} kg")
         rate = values["publish_rate"]
         self.decimation = max(1, values["contact_decimation"])
-        self.frame_id = ""
+        self.frame_id = self.initial_frame  # a saved payload is published before data
         self.last_stamp: float | None = None  # s, stamp of the newest sample used
         self.status = (DiagnosticStatus.WARN, "waiting for samples")
         self.samples_received = self.undecodable = self.invalid = 0
@@ -92,7 +111,8 @@ class Solver(Node):
                                  raw=True)
         self.solve_timer = steady_timer(self, 1.0 / rate, self.solve_and_publish)
         for name, action in (("reset", self.online.reset), ("tare", self.online.tare),
-                             ("freeze", self._freeze), ("resume", self._resume)):
+                             ("freeze", self._freeze), ("resume", self._resume),
+                             ("save", self.save)):
             self.create_service(Trigger, f"~/{name}", self._service(name, action))
 
     def apply_parameters(self, values: dict[str, Any], changed: set[str]) -> None:
@@ -103,10 +123,31 @@ class Solver(Node):
             return
         if self.online is None:  # still starting up
             return
-        self.online.reconfigure(online_config(values))
+        self.online.reconfigure(online_config(values, self.initial))
+        self.calibration_file = self._calibration_path(values["calibration_file"])
         self.decimation = int(values["contact_decimation"])
         if "publish_rate" in changed:
             set_period(self.solve_timer, 1.0 / float(values["publish_rate"]))
+
+    def _calibration_path(self, value: str) -> Path:
+        """``calibration_file``, or by default ``$ROS_HOME/inertial_id/<namespace_node>.yaml``
+        (``$ROS_HOME`` defaults to ``~/.ros``), one file per node instance."""
+        if value:
+            return Path(value).expanduser()
+        home = Path(os.environ.get("ROS_HOME", "~/.ros")).expanduser()
+        name = self.get_fully_qualified_name().strip("/").replace("/", "_")
+        return home / "inertial_id" / f"{name}.yaml"
+
+    def save(self) -> str:
+        """``~/save``: the current estimate, its covariance, the F/T offset and the verdicts
+        to :attr:`calibration_file`, and the URDF ``<inertial>`` beside it."""
+        estimate = self.online.estimate
+        if estimate is None:
+            raise InertialIdError("no estimate yet")
+        verdicts = self.online.verdicts
+        snippet = calibration.save(self.calibration_file, estimate, self.frame_id, {
+            "mass": verdicts.mass, "com": verdicts.com, "inertia": verdicts.inertia})
+        return f"wrote {self.calibration_file} and {snippet}"
 
     def _freeze(self) -> None:
         self.online.frozen = True
@@ -117,8 +158,9 @@ class Solver(Node):
     def _service(self, name: str, action: Callable[[], object]) -> Callable:
         def handle(_: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
             try:
-                action()
-                response.success, response.message = True, f"{name}: done"
+                said = action()
+                response.success = True
+                response.message = f"{name}: {said if isinstance(said, str) else 'done'}"
             except InertialIdError as exc:
                 response.success, response.message = False, f"{name}: {exc}"
             self.get_logger().info(response.message)
@@ -147,12 +189,23 @@ class Solver(Node):
             return
         now = self.get_clock().now().nanoseconds * 1e-9
         self.latencies.extend(now - step.times)
+        if frame_id != self.frame_id:
+            self._check_frame(frame_id)
         self.frame_id = self.diagnostics.hardware_id = frame_id
         self.last_stamp = float(step.times[-1])
         for event in step.events:
             self.get_logger().info(f"{event} at t = {step.times[-1]:.3f} s")
         if self.online.estimate is not None:
             self.publish_contact(step)
+
+    def _check_frame(self, frame_id: str) -> None:
+        """A saved payload holds in the frame it was saved in: say so when the wrenches come
+        in another one (the start is then wrong until the data replace it)."""
+        saved = self.initial_frame
+        if self.initial is not None and saved and frame_id != saved:
+            self.get_logger().error(
+                f"initial_payload_file was saved in frame {saved!r} but the wrenches are in "
+                f"{frame_id!r}: the saved payload does not apply; reset or fix the file")
 
     def publish_contact(self, step: StepResult) -> None:
         """ContactAnomaly and external wrench, decimated, and at every contact change."""
@@ -186,7 +239,9 @@ class Solver(Node):
         estimate = self.online.estimate
         if estimate is None or not estimate.physically_consistent:
             return
-        header = Header(stamp=to_stamp(self.last_stamp or 0.0), frame_id=self.frame_id)
+        stamp = (self.get_clock().now().to_msg() if self.last_stamp is None
+                 else to_stamp(self.last_stamp))  # data stamp; now for a saved payload
+        header = Header(stamp=stamp, frame_id=self.frame_id)
         self.parameters_pub.publish(estimate_to_msg(estimate, header, self.online.verdicts,
                                                     self.online.setup_error))
         self.inertia_pub.publish(body_to_inertia_stamped(estimate.body, header))
@@ -202,6 +257,9 @@ class Solver(Node):
             return DiagnosticStatus.ERROR, f"set-up: {error}"
         if online.estimate is None:
             return DiagnosticStatus.WARN, "collecting samples"
+        if not online.from_data:
+            return DiagnosticStatus.OK, "the saved payload (initial_payload_file) until the data "\
+                "give an estimate"
         if online.in_contact:
             return DiagnosticStatus.WARN, "contact: estimate held"
         if online.frozen:
@@ -212,42 +270,50 @@ class Solver(Node):
             return DiagnosticStatus.OK, "mass and CoM converged; inertia not (yet) determined"
         return DiagnosticStatus.OK, "converged"
 
-    def diagnostic_status(self) -> tuple[bytes, str, dict[str, str]]:
-        """Diagnostics: state, counts, latency (stamp to use), the estimate's key numbers."""
+    def diagnostic_status(self) -> tuple[bytes, str, dict[str, Number]]:
+        """Diagnostics: state, counts, latency (stamp to use, ms), the estimate's key numbers
+        (:func:`estimate_values`)."""
         level, message = self.status
         online = self.online
         ledger = online.ledger()
-        values = {"samples_received": str(self.samples_received),
-                  "samples_used": str(ledger["used"]),
-                  "samples_held": str(ledger["held"]),
-                  "messages_undecodable": str(self.undecodable),
-                  "samples_lost_upstream": str(self.upstream.lost),
-                  "dropped_invalid": str(self.invalid),
-                  **{k: str(v) for k, v in ledger.items() if k.startswith("dropped_")},
-                  "contacts": str(len(online.contacts)),
-                  "payload_changes": str(len(online.payload_changes)),
-                  "monitor": ("trained" if online.monitor.ready else "training"),
-                  "stamp_resets": str(online.counters[RESETS])}
+        values: dict[str, Number] = {
+            "samples_received": self.samples_received, "samples_used": ledger["used"],
+            "samples_held": ledger["held"], "messages_undecodable": self.undecodable,
+            "samples_lost_upstream": self.upstream.lost, "dropped_invalid": self.invalid,
+            **{k: v for k, v in ledger.items() if k.startswith("dropped_")},
+            "contacts": len(online.contacts), "in_contact": online.in_contact,
+            "payload_changes": len(online.payload_changes),
+            "monitor_trained": online.monitor.ready,
+            "stamp_resets": online.counters[RESETS],
+            "setup_error": bool(online.setup_error), "frozen": online.frozen,
+            "estimate_from_data": online.from_data}
         if online.monitor.ready:
-            values["t2_threshold"] = f"{online.monitor.threshold:.3g}"
+            values["t2_threshold"] = online.monitor.threshold
         if len(self.latencies):
             p50, p99 = self.latencies.percentiles([50, 99]) * 1e3
-            values.update({"latency_p50_ms": f"{p50:.2f}", "latency_p99_ms": f"{p99:.2f}"})
+            values.update({"latency_p50_ms": p50, "latency_p99_ms": p99})
         if online.estimate is not None:
-            e = online.estimate
-            v = online.verdicts
-            values.update({
-                "mass_kg": f"{e.body.mass:.4f}",
-                "mass_std_kg": f"{e.std[0]:.2g}",
-                "mass_converged": str(v.mass), "com_converged": str(v.com),
-                "inertia_converged": str(v.inertia),
-                **{f"com_{axis}_m": f"{c:.5f}" for axis, c in zip("xyz", e.body.com, strict=True)},
-                **{f"com_{axis}_std_m": f"{c:.2g}"
-                   for axis, c in zip("xyz", e.com_std, strict=True)},
-                "condition_number": f"{e.condition_number:.3g}",
-                "min_pseudo_inertia_eigenvalue": f"{e.min_eigenvalue:.3g}",
-            })
+            values.update(estimate_values(online.estimate, online.verdicts))
         return level, message, values
+
+
+def estimate_values(estimate: Estimate, verdicts: Verdicts) -> dict[str, Number]:
+    """The estimate's key numbers for the diagnostics, one per key, units in the keys
+    (sensor frame; inertia about the CoM, sensor axes); verdicts as 1/0."""
+    body = estimate.body
+    inertia = vector_from_symmetric(body.inertia_com)
+    return {
+        "mass_kg": body.mass, "mass_std_kg": estimate.std[0],
+        **{f"com_{a}_m": c for a, c in zip("xyz", body.com, strict=True)},
+        **{f"com_{a}_std_m": c for a, c in zip("xyz", estimate.com_std, strict=True)},
+        **{f"inertia_{k}_kgm2": v for k, v in zip(INERTIA_KEYS, inertia, strict=True)},
+        **{f"inertia_{k}_std_kgm2": v
+           for k, v in zip(INERTIA_KEYS, estimate.inertia_com_std, strict=True)},
+        "converged": verdicts.payload, "mass_converged": verdicts.mass,
+        "com_converged": verdicts.com, "inertia_converged": verdicts.inertia,
+        "condition_number": estimate.condition_number,
+        "min_pseudo_inertia_eigenvalue": estimate.min_eigenvalue,
+    }
 
 
 def main(args: list[str] | None = None) -> int:
