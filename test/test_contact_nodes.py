@@ -16,15 +16,18 @@ import numpy as np
 import pytest
 import rclpy
 import yaml
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import InertiaStamped, WrenchStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
+from scipy.spatial.transform import Rotation
 from std_srvs.srv import Trigger
+from visualization_msgs.msg import Marker, MarkerArray
 
 from inertial_id import calibration
 from inertial_id.core.errors import InertialIdError
+from inertial_id.core.shape import EquivalentBox
 from inertial_id.core.simulation import (
     BUNDLED_SENSOR_FRAME,
     Contact,
@@ -46,7 +49,8 @@ WALL_SLACK = 46.0  # s of wall time allowed on top, for a loaded machine
 CLOCK_START = 1000.0  # s, the sim time the simulator starts at
 CLOCK_STEP = 0.02  # s of sim time per /clock message (and wall period of the driver)
 MAX_LAG = 0.3  # s, how far the simulation may run ahead of the solver
-SERVICE_TIMES = {"save": 7.0, "freeze": 12.3, "resume": 12.8, "reset": 13.3}
+# save while frozen: the estimate cannot change between the save and its response
+SERVICE_TIMES = {"freeze": 12.3, "save": 12.5, "resume": 12.8, "reset": 13.3}
 
 
 class Probe(Node):
@@ -59,6 +63,10 @@ class Probe(Node):
         self.create_subscription(ContactAnomaly, "/solver/contact", self.contacts.append, 1000)
         self.create_subscription(WrenchStamped, "/solver/external_wrench",
                                  self.external.append, 1000)
+        self.markers: list[MarkerArray] = []
+        self.inertia: list[InertiaStamped] = []
+        self.create_subscription(MarkerArray, "/solver/markers", self.markers.append, 100)
+        self.create_subscription(InertiaStamped, "/solver/inertia", self.inertia.append, 100)
         self.clients_ = {name: self.create_client(Trigger, f"/solver/{name}")
                          for name in SERVICE_TIMES}
 
@@ -151,6 +159,7 @@ def pipeline_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         probe.create_timer(CLOCK_STEP, drive)
         executor.spin_until_future_complete(done, timeout_sec=RUN_TIME + WALL_SLACK)
         return {"start": simulator.start, "contacts": list(probe.contacts),
+                "markers": list(probe.markers), "inertia": list(probe.inertia),
                 "external": list(probe.external), "responses": responses,
                 "intervals": list(solver.online.contacts),
                 "payload_changes": list(solver.online.payload_changes),
@@ -218,8 +227,41 @@ def test_services_answer(pipeline_run: dict) -> None:
         assert response is not None and response.success, (name, response)
 
 
+def test_the_rviz_markers_draw_the_estimate(pipeline_run: dict) -> None:
+    """``~/markers``: the CoM sphere at the published CoM, the box whose inertia is the
+    published one, the mass in the text; greyed during a contact, in colour when converged;
+    all cleared by the reset at the end."""
+    arrays = pipeline_run["markers"]
+    inertia = {(m.header.stamp.sec, m.header.stamp.nanosec): m.inertia
+               for m in pipeline_run["inertia"]}
+    drawn = [a for a in arrays if a.markers[0].action == Marker.ADD]
+    assert len(drawn) > 10
+    last = drawn[-1]
+    com, box, text = last.markers
+    published = inertia[(com.header.stamp.sec, com.header.stamp.nanosec)]
+    assert com.header.frame_id == BUNDLED_SENSOR_FRAME
+    assert (com.type, box.type, text.type) == (Marker.SPHERE, Marker.CUBE,
+                                                Marker.TEXT_VIEW_FACING)
+    centre = [published.com.x, published.com.y, published.com.z]
+    for marker in (com, box):
+        p = marker.pose.position
+        np.testing.assert_allclose([p.x, p.y, p.z], centre, atol=1e-12)
+    q = box.pose.orientation
+    shape = EquivalentBox(Rotation.from_quat([q.x, q.y, q.z, q.w]).as_matrix(),
+                          np.array([box.scale.x, box.scale.y, box.scale.z]))
+    tensor = np.array([[published.ixx, published.ixy, published.ixz],
+                       [published.ixy, published.iyy, published.iyz],
+                       [published.ixz, published.iyz, published.izz]])
+    np.testing.assert_allclose(shape.inertia(published.m), tensor, rtol=0,
+                               atol=1e-9 * np.abs(tensor).max())
+    assert text.text.startswith(f"{published.m:.3f} ± ")
+    colours = {a.markers[1].color.r for a in drawn}
+    assert {1.0, 0.5} <= colours  # in colour (converged) and greyed (the contacts)
+    assert arrays[-1].markers[0].action == Marker.DELETEALL  # the reset at 13.3 s
+
+
 def test_save_writes_the_estimate_it_publishes(pipeline_run: dict) -> None:
-    """``~/save`` at 7 s: the YAML reads back as the estimate the solver had then, close to
+    """``~/save`` (frozen): the YAML reads back as the estimate the solver had then, close to
     the simulated payload, in the sensor frame; the URDF snippet lies beside it."""
     path = pipeline_run["calibration_file"]
     assert str(path) in pipeline_run["responses"]["save"].message

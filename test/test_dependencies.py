@@ -24,7 +24,7 @@ PYTHON_DEPENDENCIES = {
 # The ROS packages: their rosdep key is their name.
 ROS_PACKAGES = {"rclpy", "rcl_interfaces", "ament_index_python", "builtin_interfaces",
                 "diagnostic_msgs", "geometry_msgs", "sensor_msgs", "std_msgs", "std_srvs",
-                "rosgraph_msgs"}
+                "rosgraph_msgs", "visualization_msgs"}
 
 
 def imported_modules() -> set[str]:

@@ -6,10 +6,16 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import physical_bodies
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.parameters import BodyParameters, is_physically_consistent, pseudo_inertia
-from inertial_id.core.shape import Ellipsoid, uniform_density_prior, urdf_collision_points
+from inertial_id.core.shape import (
+    Ellipsoid,
+    equivalent_box,
+    uniform_density_prior,
+    urdf_collision_points,
+)
 from inertial_id.core.simulation import bundled_urdf_path
 
 BOX_URDF = """<robot name="r">
@@ -73,3 +79,26 @@ def test_urdf_collision_points_are_in_the_sensor_frame() -> None:
 def test_urdf_without_collision_geometry_below_the_frame_is_an_error() -> None:
     with pytest.raises(InertialIdError, match="no box, cylinder or sphere"):
         urdf_collision_points(bundled_urdf_path(), "ft_sensor")
+
+
+@settings(max_examples=80, deadline=None)
+@given(body=physical_bodies())
+def test_the_equivalent_box_has_the_bodys_inertia(body: tuple) -> None:
+    mass, _, inertia = body
+    box = equivalent_box(mass, inertia)
+    np.testing.assert_allclose(box.rotation @ box.rotation.T, np.eye(3), atol=1e-12)
+    assert np.linalg.det(box.rotation) == pytest.approx(1.0)
+    assert np.all(box.size > 0.0)
+    np.testing.assert_allclose(box.inertia(mass), inertia, rtol=0,
+                               atol=1e-10 * np.abs(inertia).max())
+
+
+def test_a_known_box_gives_back_its_sides() -> None:
+    """2 kg, 0.3 x 0.2 x 0.1 m along x, y, z: Ixx = m (b^2 + c^2) / 12, ..."""
+    a, b, c, m = 0.3, 0.2, 0.1, 2.0
+    inertia = m / 12.0 * np.diag([b**2 + c**2, a**2 + c**2, a**2 + b**2])
+    box = equivalent_box(m, inertia)
+    order = np.argsort(np.abs(box.rotation).argmax(axis=0))  # box axis along x, y, z
+    np.testing.assert_allclose(box.size[order], [a, b, c], rtol=1e-12)
+    with pytest.raises(InertialIdError):
+        equivalent_box(0.0, inertia)

@@ -174,3 +174,36 @@ def urdf_collision_points(urdf: str, sensor_frame: str, spacing: float = 0.005,
         raise InertialIdError(f"no box, cylinder or sphere collision geometry below "
                               f"{sensor_frame!r}")
     return np.concatenate(points), np.concatenate(volumes)
+
+
+@dataclass(frozen=True)
+class EquivalentBox:
+    """The solid box of uniform density with a body's mass and inertia about its CoM.
+
+    ``rotation``'s columns are the box's axes (the body's principal axes) in the body frame
+    (a proper rotation, det +1); ``size`` its full side lengths along them (m), so that its
+    inertia about the centre is ``rotation diag(m (b^2 + c^2), m (a^2 + c^2), m (a^2 + b^2)) /
+    12 rotation^T`` for ``size = (a, b, c)``.
+    """
+
+    rotation: NDArray[np.float64]
+    size: NDArray[np.float64]
+
+    def inertia(self, mass: float) -> NDArray[np.float64]:
+        """Inertia (kg m^2) of the box of ``mass`` about its centre, in the body frame."""
+        a2, b2, c2 = self.size**2
+        moments = mass / 12.0 * np.array([b2 + c2, a2 + c2, a2 + b2])
+        return self.rotation @ np.diag(moments) @ self.rotation.T
+
+
+def equivalent_box(mass: float, inertia_com: ArrayLike) -> EquivalentBox:
+    """:class:`EquivalentBox` of a body: sides ``a_i^2 = 6 (J_j + J_k - J_i) / m`` from the
+    principal moments ``J`` (the triangle inequality keeps them real; a tiny violation from
+    rounding gives a flat side of 0). ``mass`` > 0 (kg), ``inertia_com`` 3x3 (kg m^2)."""
+    if not mass > 0.0:
+        raise InertialIdError(f"an equivalent box needs a positive mass, got {mass}")
+    moments, axes = np.linalg.eigh(np.asarray(inertia_com, dtype=float))
+    if np.linalg.det(axes) < 0.0:
+        axes[:, 2] = -axes[:, 2]
+    squares = 6.0 * (moments.sum() - 2.0 * moments) / mass
+    return EquivalentBox(rotation=axes, size=np.sqrt(np.clip(squares, 0.0, None)))

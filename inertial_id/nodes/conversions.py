@@ -8,11 +8,21 @@ from typing import ParamSpec, TypeVar
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Inertia, InertiaStamped, Vector3, Wrench, WrenchStamped
+from geometry_msgs.msg import (
+    Inertia,
+    InertiaStamped,
+    Point,
+    Quaternion,
+    Vector3,
+    Wrench,
+    WrenchStamped,
+)
 from numpy.typing import NDArray
 from rclpy.serialization import deserialize_message
+from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Header
+from std_msgs.msg import ColorRGBA, Header
+from visualization_msgs.msg import Marker, MarkerArray
 
 from inertial_id.cdr import SENSOR_FIELDS, CdrDecoder
 from inertial_id.core.errors import InertialIdError
@@ -20,6 +30,7 @@ from inertial_id.core.estimators import Estimate
 from inertial_id.core.gathering import JointStateSample, WrenchSample
 from inertial_id.core.online import Verdicts
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
+from inertial_id.core.shape import equivalent_box
 from inertial_id.core.synchronizer import SyncedSamples
 from inertial_id.msg import InertialParameters, JointSamples, SensorSamples
 from inertial_id.nodes.common import to_seconds
@@ -165,6 +176,58 @@ def body_to_inertia_stamped(body: BodyParameters, header: Header) -> InertiaStam
         iyy=float(i[1, 1]), iyz=float(i[1, 2]), izz=float(i[2, 2]),
     )
     return InertiaStamped(header=header, inertia=inertia)
+
+
+MARKER_NAMESPACE = "payload"
+SHOWN_COLOURS = {"com": (0.9, 0.1, 0.1, 0.9), "box": (1.0, 0.55, 0.0, 0.5),
+                 "text": (1.0, 1.0, 1.0, 1.0)}
+GREYED = (0.5, 0.5, 0.5, 0.25)
+MIN_COM_DIAMETER = 0.01  # m
+
+
+def _marker(header: Header, marker_id: int, kind: int, colour: tuple[float, ...]) -> Marker:
+    marker = Marker(header=header, ns=MARKER_NAMESPACE, id=marker_id, type=kind,
+                    action=Marker.ADD)
+    marker.color = ColorRGBA(r=colour[0], g=colour[1], b=colour[2], a=colour[3])
+    marker.pose.orientation.w = 1.0
+    return marker
+
+
+def estimate_to_markers(estimate: Estimate, header: Header, shown: bool) -> MarkerArray:
+    """RViz markers of a payload estimate, in the sensor frame of ``header``.
+
+    id 0: the CoM as a sphere of diameter 4 std of the CoM (its 2-std radius; 1 cm at least);
+    id 1: the equivalent box (:func:`~inertial_id.core.shape.equivalent_box`: the uniform box
+    with the estimate's mass and inertia about the CoM), centred on the CoM along the
+    principal axes; id 2: a text ``mass ± std kg`` above the CoM. In colour when ``shown``
+    (converged and no contact), else grey and translucent.
+    """
+    body = estimate.body
+    centre = Point(x=float(body.com[0]), y=float(body.com[1]), z=float(body.com[2]))
+    colours = SHOWN_COLOURS if shown else dict.fromkeys(SHOWN_COLOURS, GREYED)
+    com = _marker(header, 0, Marker.SPHERE, colours["com"])
+    com.pose.position = centre
+    diameter = max(MIN_COM_DIAMETER, 4.0 * float(np.max(estimate.com_std)))
+    com.scale = Vector3(x=diameter, y=diameter, z=diameter)
+    box = _marker(header, 1, Marker.CUBE, colours["box"])
+    shape = equivalent_box(body.mass, body.inertia_com)
+    x, y, z, w = Rotation.from_matrix(shape.rotation).as_quat()
+    box.pose.position = centre
+    box.pose.orientation = Quaternion(x=float(x), y=float(y), z=float(z), w=float(w))
+    box.scale = Vector3(x=float(shape.size[0]), y=float(shape.size[1]),
+                        z=float(shape.size[2]))
+    text = _marker(header, 2, Marker.TEXT_VIEW_FACING, colours["text"])
+    text.pose.position = Point(x=centre.x, y=centre.y,
+                               z=centre.z + 0.6 * float(shape.size.max()) + 0.02)
+    text.scale.z = 0.03
+    text.text = f"{body.mass:.3f} ± {estimate.std[0]:.3f} kg"
+    return MarkerArray(markers=[com, box, text])
+
+
+def clear_markers(header: Header) -> MarkerArray:
+    """Removes every marker :func:`estimate_to_markers` drew (no estimate any more)."""
+    return MarkerArray(markers=[Marker(header=header, ns=MARKER_NAMESPACE,
+                                       action=Marker.DELETEALL)])
 
 
 def wrench_to_array(wrench: Wrench) -> NDArray[np.float64]:

@@ -3,12 +3,14 @@
 Subscribes ``sensor_samples`` (inertial_id/SensorSamples) and runs the core
 :class:`~inertial_id.core.online.OnlineEstimator`: contact-gated sufficient statistics, a
 Hotelling T^2 monitor of the residual wrench, restart on a payload change. Publishes
-``~/parameters`` (inertial_id/InertialParameters) and ``~/inertia`` (geometry_msgs/
-InertiaStamped, about the CoM) at ``publish_rate``; ``~/contact`` (inertial_id/ContactAnomaly)
+``~/parameters`` (inertial_id/InertialParameters), ``~/inertia`` (geometry_msgs/
+InertiaStamped, about the CoM) and ``~/markers`` (visualization_msgs/MarkerArray for RViz: CoM,
+equivalent box, mass) at ``publish_rate``; ``~/contact`` (inertial_id/ContactAnomaly)
 and ``~/external_wrench`` (geometry_msgs/WrenchStamped: measured minus predicted wrench, the
 gravity- and inertia-compensated F/T signal) every ``contact_decimation`` samples and at every
 contact change; a status on ``/diagnostics``. Services (std_srvs/Trigger): ``~/reset``,
-``~/tare`` (re-estimate the F/T offset with the payload known), ``~/freeze``, ``~/resume``.
+``~/tare`` (re-estimate the F/T offset with the payload known), ``~/freeze``, ``~/resume``,
+``~/save`` (the estimate to ``calibration_file``; ``initial_payload_file`` starts from one).
 A failed solve keeps the last good estimate; nothing physically inconsistent is published.
 With ``mode: links`` it identifies the robot's links from joint torques instead
 (:mod:`inertial_id.nodes.links`).
@@ -27,6 +29,7 @@ from geometry_msgs.msg import InertiaStamped, WrenchStamped
 from rclpy.node import Node
 from std_msgs.msg import Header
 from std_srvs.srv import Trigger
+from visualization_msgs.msg import MarkerArray
 
 from inertial_id import calibration
 from inertial_id.cdr import CdrDecoder
@@ -52,6 +55,8 @@ from inertial_id.nodes.conversions import (
     UndecodableError,
     array_to_wrench,
     body_to_inertia_stamped,
+    clear_markers,
+    estimate_to_markers,
     estimate_to_msg,
     sensor_samples_from_bytes,
 )
@@ -103,6 +108,8 @@ class Solver(Node):
         self._logged_setup_error = ""
         self.parameters_pub = self.create_publisher(InertialParameters, "~/parameters", 10)
         self.inertia_pub = self.create_publisher(InertiaStamped, "~/inertia", 10)
+        self.markers_pub = self.create_publisher(MarkerArray, "~/markers", 10)
+        self._markers_drawn = False
         self.contact_pub = self.create_publisher(ContactAnomaly, "~/contact", 100)
         self.external_pub = self.create_publisher(WrenchStamped, "~/external_wrench", 100)
         self.diagnostics = Diagnostics(self, "payload estimate", self.diagnostic_status)
@@ -237,14 +244,20 @@ class Solver(Node):
             self.status = (DiagnosticStatus.ERROR, f"solve failed, keeping last: {exc}")
             self.get_logger().warning(self.status[1], throttle_duration_sec=5.0)
         estimate = self.online.estimate
-        if estimate is None or not estimate.physically_consistent:
-            return
         stamp = (self.get_clock().now().to_msg() if self.last_stamp is None
                  else to_stamp(self.last_stamp))  # data stamp; now for a saved payload
         header = Header(stamp=stamp, frame_id=self.frame_id)
+        if estimate is None and self._markers_drawn:  # reset, or a new payload
+            self.markers_pub.publish(clear_markers(header))
+            self._markers_drawn = False
+        if estimate is None or not estimate.physically_consistent:
+            return
         self.parameters_pub.publish(estimate_to_msg(estimate, header, self.online.verdicts,
                                                     self.online.setup_error))
         self.inertia_pub.publish(body_to_inertia_stamped(estimate.body, header))
+        shown = self.online.converged and not self.online.in_contact
+        self.markers_pub.publish(estimate_to_markers(estimate, header, shown))
+        self._markers_drawn = True
 
     def _status(self) -> tuple[bytes, str]:
         online = self.online
