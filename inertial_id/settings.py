@@ -19,7 +19,7 @@ from inertial_id.core.estimators import Estimate
 from inertial_id.core.gathering import GathererSettings
 from inertial_id.core.kinematics import DEFAULT_GRAVITY, SensorKinematics
 from inertial_id.core.online import OnlineConfig, OnlineEstimator
-from inertial_id.core.payload import PayloadConfig
+from inertial_id.core.payload import NOISE_STD_RANGE, PayloadConfig
 
 
 @dataclass(frozen=True)
@@ -141,10 +141,11 @@ LINKS_PARAMS = URDF_PARAMS + (
 SOLVER_PARAMS = LINKS_PARAMS + (
     Param("wrench_sign", _P.wrench_sign, "payload_on_sensor (F/T sensors) or sensor_on_payload"),
     Param("force_noise_std", _P.force_noise_std, "F/T force noise std, N (weights force rows; "
-          "a change applies to new samples)", low=0, open_low=True, unit="N", live=True),
+          "a change applies to new samples)", low=NOISE_STD_RANGE[0], high=NOISE_STD_RANGE[1],
+          unit="N", live=True),
     Param("torque_noise_std", _P.torque_noise_std,
           "F/T torque noise std, N m (weights torque rows; a change applies to new samples)",
-          low=0, open_low=True, unit="N m", live=True),
+          low=NOISE_STD_RANGE[0], high=NOISE_STD_RANGE[1], unit="N m", live=True),
     Param("forgetting_factor", _P.forgetting_factor, "per-sample exponential forgetting in (0, 1]",
           low=0, high=1, open_low=True, unit="1", live=True),
     Param("window_samples", _P.window_samples, "> 0: estimate from the last N samples only",

@@ -17,9 +17,11 @@ import yaml
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from inertial_id.core.errors import InertialIdError
 from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
+from inertial_id.nodes.managed import managed_requested
 from inertial_id.nodes.simulator import Simulator
 from inertial_id.nodes.solver import Solver
 
@@ -80,6 +82,7 @@ def launch_nodes(path: Path, given: dict[str, str] | None = None) -> list[tuple[
                     params[param.get("name")] = resolve(param.get("value"), args)
             namespace = resolve(element.get("namespace", ""), args)
             params["__namespace"] = namespace
+            params["__args"] = resolve(element.get("args", ""), args).split()
             nodes.append((element.get("exec"), element.get("name"), params))
     return nodes
 
@@ -113,7 +116,7 @@ def test_launch_nodes_are_installed_and_parameters_declared(
     assert nodes
     for executable, name, params in nodes:
         assert executable in installed_executables(), f"{executable} is not installed"
-        unknown = set(params) - declared[executable] - {"__namespace"}
+        unknown = set(params) - declared[executable] - {"__namespace", "__args"}
         assert not unknown, f"{path.name}: {name} does not declare {sorted(unknown)}"
         urdf = params.get("urdf_path")
         if urdf:
@@ -155,6 +158,18 @@ def test_a_namespace_argument_puts_every_node_in_it(path: Path) -> None:
     for _, name, params in nodes:  # the parameter files still apply in the namespace
         if name in ("solver", "simulator"):
             assert len(params) > 3, f"{path.name}: no parameters reach {name} in a namespace"
+
+
+@pytest.mark.parametrize(("given", "expected"), [({}, False), ({"managed": "true"}, True),
+                                                  ({"managed": "false"}, False)])
+def test_the_managed_argument_reaches_every_pipeline_node(given: dict[str, str],
+                                                          expected: bool) -> None:
+    nodes = launch_nodes(ROOT / "launch" / "inertial_id.launch.xml", given)
+    assert {name for _, name, _ in nodes} == {"gatherer", "kinematics", "solver"}
+    for _, name, params in nodes:
+        assert managed_requested(params["__args"]) is expected, (name, params["__args"])
+    with pytest.raises(InertialIdError, match="true or false"):
+        managed_requested(["--managed=maybe"])
 
 
 def test_the_demo_in_a_namespace_keeps_its_topics_in_it() -> None:

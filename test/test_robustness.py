@@ -828,6 +828,23 @@ def test_a_solver_timeout_raises_and_keeps_the_last_estimate() -> None:
     assert hurried.estimate is good
 
 
+@pytest.mark.parametrize("poison", [np.inf, np.nan])
+def test_non_finite_statistics_are_a_solver_error_not_a_crash(poison: float) -> None:
+    """Statistics that overflowed (found by the parameter fuzz on a live pipeline: the
+    interior shortcut's NaN reached ``eigvalsh``, whose LinAlgError escaped the solve) are a
+    :class:`SolverError` naming the cause; the last estimate stays."""
+    t, twist, proper, wrench = _sensor_data(4.0)
+    online = OnlineEstimator()
+    online.add(t, twist, proper, wrench)
+    good = online.solve()
+    online.identifier.statistics.moment[3] = poison
+    with pytest.raises(SolverError, match="not finite"):
+        online.solve()
+    assert online.estimate is good
+    with pytest.raises(InertialIdError, match="noise_std"):
+        PayloadConfig(force_noise_std=1e-300)
+
+
 def test_a_failing_solve_in_the_pipeline_is_recorded_and_the_last_estimate_returned() -> None:
     t, twist, proper, wrench = _sensor_data(4.0)
     normal = OnlineEstimator()

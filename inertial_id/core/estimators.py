@@ -405,6 +405,9 @@ class ConsistentEstimator:
         conic solver (``last_solve`` says which path ran). Otherwise the SDP is solved.
         """
         _require_rows(stats)
+        if not (np.isfinite(stats.information).all() and np.isfinite(stats.moment).all()):
+            raise SolverError("the sufficient statistics are not finite (noise std so small "
+                              "or large that the weights overflow?): reset the estimate")
         scale = self._update_parameters(stats)
         x_scaled = self._interior_minimiser()
         self.last_solve = "interior" if x_scaled is not None else "sdp"
@@ -460,7 +463,7 @@ class ConsistentEstimator:
         if diagonal.min() <= 1e-6 * diagonal.max():  # nearly singular: not unique
             return None
         x[free] = np.linalg.solve(factor.T, np.linalg.solve(factor, gradient[free]))
-        return x if self._feasible(x[:N_PI]) else None
+        return x if np.isfinite(x).all() and self._feasible(x[:N_PI]) else None
 
     def _feasible(self, pi: NDArray[np.float64]) -> bool:
         """Every constraint of the scaled problem holds at ``pi`` (scaled units)."""

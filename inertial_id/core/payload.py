@@ -30,6 +30,11 @@ from inertial_id.core.statistics import SlidingWindow, SufficientStatistics
 METHODS = ("lmi_sdp", "manifold", "least_squares", "pls")
 
 
+NOISE_STD_RANGE = (1e-9, 1e6)
+"""Noise std (N, N m) accepted: their inverse squares weight the rows, and beyond this range
+the sufficient statistics of real wrenches overflow or underflow float64."""
+
+
 @dataclass(frozen=True)
 class PayloadConfig:
     """Settings of :class:`PayloadIdentifier`.
@@ -71,6 +76,11 @@ class PayloadConfig:
 
     def __post_init__(self) -> None:
         wrench_sign(self.wrench_sign)
+        low, high = NOISE_STD_RANGE
+        if not (low <= self.force_noise_std <= high and low <= self.torque_noise_std <= high):
+            raise InertialIdError(f"force_noise_std and torque_noise_std must be in "
+                                  f"[{low:g}, {high:g}], got {self.force_noise_std!r}, "
+                                  f"{self.torque_noise_std!r}")
         if self.method not in METHODS:
             raise InertialIdError(f"unknown method {self.method!r}; use one of {METHODS}")
         if self.force_noise_std <= 0 or self.torque_noise_std <= 0:

@@ -33,6 +33,7 @@ from rclpy.qos import (
 )
 from rclpy.signals import SignalHandlerOptions
 from rclpy.timer import Timer
+from rclpy.utilities import remove_ros_args
 from std_msgs.msg import Header, String
 
 from inertial_id.cdr import stamp_parts
@@ -227,6 +228,44 @@ def declare_param(node: Node, param: Param) -> Any:
         raise InertialIdError(f"{node.get_name()}: {param.name}: {value!r} rejected") from None
 
 
+class PipelineNode(Node):
+    """A pipeline node (gatherer, kinematics, solver): its parameters are declared when it is
+    constructed, everything else (model, estimator, publishers, subscriptions, timers,
+    services) in :meth:`setup`: at once for a plain start, or at the lifecycle's configure
+    transition for a managed one (:mod:`inertial_id.nodes.managed`). Runtime parameter
+    changes reach :meth:`apply_parameters` once it is set up (before, they are only stored).
+    """
+
+    NAME = ""
+    PARAMS: tuple[Param, ...] = ()
+    managed = False
+    """Set by :func:`inertial_id.nodes.managed.managed`: :meth:`setup` waits for configure."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(self.NAME, **kwargs)
+        self.is_set_up = False
+        declare_all(self, self.PARAMS, self._apply)
+        if not self.managed:
+            self.set_up()
+
+    def set_up(self) -> None:
+        """:meth:`setup` with the parameters' current values."""
+        self.setup(dict(self.live_parameters.values))
+        self.is_set_up = True
+
+    def setup(self, values: dict[str, Any]) -> None:
+        """Build the node from its parameter values; raise :class:`InertialIdError` with a
+        one-line reason when it cannot (a URDF that does not parse, an unknown frame)."""
+        raise NotImplementedError
+
+    def apply_parameters(self, values: dict[str, Any], changed: set[str]) -> None:
+        """Apply runtime parameter changes (:class:`LiveParameters`); none by default."""
+
+    def _apply(self, values: dict[str, Any], changed: set[str]) -> None:
+        if self.is_set_up:
+            self.apply_parameters(values, changed)
+
+
 def declare(node: Node, name: str, default: Any, description: str,
             array_type: Parameter.Type | None = None) -> Any:
     """Declare a read-only parameter with a description and return its value (for tools'
@@ -355,7 +394,21 @@ def init(args: Sequence[str] | None = None) -> None:
 
 def run(node_factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     """Standard ``main``: init, spin one node until SIGINT/SIGTERM, shut down; exit code 0
-    for a stop at any moment, 1 on a start-up error (one line)."""
+    for a stop at any moment, 1 on a start-up error (one line). ``--managed`` (or
+    ``--managed=true``) among the non-ROS arguments starts a pipeline node's lifecycle version
+    (:mod:`inertial_id.nodes.managed`)."""
+    from inertial_id.nodes.managed import managed, managed_requested  # builds on this module
+
+    try:
+        wanted = managed_requested(remove_ros_args(list(sys.argv if args is None else args))[1:])
+        if wanted and not (isinstance(node_factory, type)
+                           and issubclass(node_factory, PipelineNode)):
+            raise InertialIdError("--managed is for gatherer, kinematics and solver")
+    except InertialIdError as exc:
+        print(f"inertial_id: {exc}", flush=True)
+        return 1
+    if wanted:
+        node_factory = managed(node_factory)
     init(args)
     node = executor = None
     try:

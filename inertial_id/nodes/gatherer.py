@@ -23,7 +23,6 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
 from inertial_id.cdr import CdrDecoder, CdrEncoder
@@ -35,9 +34,9 @@ from inertial_id.nodes.common import (
     Diagnostics,
     DropWatch,
     Number,
+    PipelineNode,
     RobotDescription,
     Silence,
-    declare_all,
     pipeline_qos,
     run,
     sensor_qos,
@@ -61,12 +60,13 @@ BURST = 2.0
 jitter does not hold a batch back."""
 
 
-class Gatherer(Node):
+class Gatherer(PipelineNode):
     """See the module docstring."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("gatherer", **kwargs)
-        values = declare_all(self, GATHERER_PARAMS, self.apply_parameters)
+    NAME, PARAMS = "gatherer", GATHERER_PARAMS
+
+    def setup(self, values: dict[str, Any]) -> None:
+        """Inputs, output, timers; the joint mapping once the URDF is known."""
         self.values = values
         self.settings = gatherer_settings(values)
         self.gathering: Gathering | None = None

@@ -12,10 +12,10 @@ arrays cost more than the kinematics.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
-from rclpy.node import Node
 
 from inertial_id.cdr import CdrDecoder, CdrEncoder
 from inertial_id.core.errors import InertialIdError
@@ -25,10 +25,10 @@ from inertial_id.msg import JointSamples, SensorSamples
 from inertial_id.nodes.common import (
     Diagnostics,
     Number,
+    PipelineNode,
     RobotDescription,
     Silence,
     UpstreamLoss,
-    declare_all,
     pipeline_qos,
     run,
 )
@@ -36,12 +36,13 @@ from inertial_id.nodes.conversions import UndecodableError, joint_samples_from_b
 from inertial_id.settings import KINEMATICS_PARAMS, kinematics_settings
 
 
-class Kinematics(Node):
+class Kinematics(PipelineNode):
     """See the module docstring."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("kinematics", **kwargs)
-        values = declare_all(self, KINEMATICS_PARAMS)
+    NAME, PARAMS = "kinematics", KINEMATICS_PARAMS
+
+    def setup(self, values: dict[str, Any]) -> None:
+        """Input, output; the model once the URDF is known (a bad frame fails here)."""
         self.settings = kinematics_settings(values)
         self.sensor_frame = self.settings.sensor_frame
         self.model: SensorKinematics | None = None

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
-from rclpy.node import Node
 from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
@@ -42,9 +41,9 @@ from inertial_id.msg import ContactAnomaly, InertialParameters, SensorSamples
 from inertial_id.nodes.common import (
     Diagnostics,
     Number,
+    PipelineNode,
     RecentValues,
     UpstreamLoss,
-    declare_all,
     pipeline_qos,
     run,
     set_period,
@@ -75,14 +74,16 @@ LATENCY_WINDOW = 20000
 p99 cover: the last 20 s at 1 kHz."""
 
 
-class Solver(Node):
+class Solver(PipelineNode):
     """See the module docstring."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("solver", **kwargs)
+    NAME, PARAMS = "solver", SOLVER_PARAMS
+
+    def setup(self, values: dict[str, Any]) -> None:
+        """The estimator (from a saved payload if given), publishers, services, timers; or
+        the links mode."""
         self.links: LinksMode | None = None
         self.online: OnlineEstimator | None = None
-        values = declare_all(self, SOLVER_PARAMS, self.apply_parameters)
         if values["mode"] == "links":
             self.links = LinksMode(self, values)
             return
@@ -127,8 +128,6 @@ class Solver(Node):
         the estimator's new configuration, the contact decimation, the publish period."""
         if self.links is not None:
             self.links.reconfigure(values, changed)
-            return
-        if self.online is None:  # still starting up
             return
         self.online.reconfigure(online_config(values, self.initial))
         self.calibration_file = self._calibration_path(values["calibration_file"])
@@ -243,6 +242,11 @@ class Solver(Node):
         except InertialIdError as exc:
             self.status = (DiagnosticStatus.ERROR, f"solve failed, keeping last: {exc}")
             self.get_logger().warning(self.status[1], throttle_duration_sec=5.0)
+        except Exception as exc:  # noqa: BLE001 - a numerical failure the core did not
+            # foresee must not end the node: it keeps the last estimate and says so
+            self.status = (DiagnosticStatus.ERROR, f"solve failed unexpectedly, keeping last: "
+                                                   f"{type(exc).__name__}: {exc}")
+            self.get_logger().error(self.status[1], throttle_duration_sec=5.0)
         estimate = self.online.estimate
         stamp = (self.get_clock().now().to_msg() if self.last_stamp is None
                  else to_stamp(self.last_stamp))  # data stamp; now for a saved payload

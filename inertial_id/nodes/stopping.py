@@ -53,6 +53,23 @@ def main(node: str) -> int:
     return import_module(f"inertial_id.nodes.{node}").main()
 
 
+RUN_UNTIL_STOPPED = ("play", "demo", "replay")
+"""``inertial-id`` commands that run until stopped: their handlers go in before the imports."""
+
+
+def cli() -> int:
+    """Entry point of ``inertial-id``: for the commands that run until stopped, the handlers
+    first (a stop while numpy, pinocchio and rclpy load is then a clean stop, not a kill);
+    the others keep Python's Ctrl-C."""
+    import sys
+
+    if len(sys.argv) > 1 and sys.argv[1] in RUN_UNTIL_STOPPED:
+        install()
+    from inertial_id.cli import main as cli_main
+
+    return cli_main()
+
+
 def gatherer() -> int:
     return main("gatherer")
 
