@@ -9,9 +9,12 @@ names what the data show, one line each, with the fix in words:
   sensor reports the other sign (``wrench_sign``);
 - ``torque_unit``: the first moment ``m c`` the torques imply is ten times (or more) off the
   one the forces imply: N mm for N m, or the like;
+- ``sensor_rotation``: no rigid body explains the wrench, but the forces are the model's
+  turned by a fixed rotation: the F/T's axes are not those of ``sensor_frame`` (the angle and
+  axis are named);
 - ``model``: no rigid body explains the wrench (the unconstrained fit leaves a residual far
-  above the configured noise and a good share of the wrench's variance): a sensor frame whose
-  axes are not the F/T's, a wrong gravity vector, a wrong URDF;
+  above the configured noise and a good share of the wrench's variance) and no rotation of the
+  sensor frame does either: a wrong gravity vector, a wrong URDF or sensor frame;
 - ``time_offset``: the residual of the current estimate follows the wrench's rate of change:
   the wrench stamps lag (or lead) the joint states' by the estimated offset.
 
@@ -43,6 +46,10 @@ MISFIT_UNEXPLAINED = 0.05
 unexplained (a light payload in heavy noise leaves much, but near the noise)."""
 FIRST_MOMENT_Z = 10.0
 """The force rows must determine ``m c`` to this many std before the units are compared."""
+ROTATION_EXPLAINED = 0.99
+"""Share of the forces' variance a fixed rotation of the model's must explain ..."""
+MIN_ROTATION_DEG = 5.0
+"""... for a rotation of at least this many degrees to be named."""
 MAX_TIME_OFFSET = 0.005
 """s: a larger estimated offset between wrench and joint stamps is reported ..."""
 TIME_OFFSET_SNR = 10.0
@@ -80,6 +87,11 @@ class SetupCheck:
         self.torque = SufficientStatistics(N_PI + 6)
         self._lag_num = self._lag_den = 0.0
         self._last: tuple[float, NDArray[np.float64]] | None = None
+        # Sums over samples of f, a, f f^T, f a^T, a a^T (force, and the linear acceleration
+        # the mass sees, sensor frame): the fixed rotation between them (Wahba's problem).
+        self._count = 0
+        self._sum_f, self._sum_a = np.zeros(3), np.zeros(3)
+        self._ff, self._fa, self._aa = np.zeros((3, 3)), np.zeros((3, 3)), np.zeros((3, 3))
 
     @property
     def samples(self) -> float:
@@ -98,6 +110,15 @@ class SetupCheck:
                        w[:, :3].ravel(), n)
         self.torque.add(rows[:, 3:].reshape(3 * n, -1), wrench[:, 3:].ravel(),
                         w[:, 3:].ravel(), 0)
+        force = wrench[:, :3]
+        accel = self.sign * (proper_acceleration[:, :3]
+                             + np.cross(twist[:, 3:], twist[:, :3]))  # f = s m a + ...
+        self._count += n
+        self._sum_f += force.sum(axis=0)
+        self._sum_a += accel.sum(axis=0)
+        self._ff += force.T @ force
+        self._fa += force.T @ accel
+        self._aa += accel.T @ accel
 
     def add_residual(self, times: NDArray[np.float64], residual: NDArray[np.float64],
                      wrench: NDArray[np.float64]) -> None:
@@ -148,14 +169,17 @@ class SetupCheck:
                 "wrench_sign", f"wrench sign: the data fit a mass of {mass:.3g} kg: the sensor "
                 f"reports the other sign; set wrench_sign: {self.other_sign_name}"))
         unit = self._torque_unit() if ratio > MISFIT_NOISE_RATIO else None
+        rotation = self._sensor_rotation() if misfit and unit is None else None
         if unit is not None:
             problems.append(unit)
+        elif rotation is not None:
+            problems.append(rotation)
         elif misfit:
             problems.append(SetupProblem(
                 "model", f"no rigid body explains the wrench ({100 * unexplained:.0f} % of its "
-                f"variance left, residual {ratio:.0f}x the configured noise): check that "
-                "sensor_frame's axes are the F/T sensor's, the gravity vector (URDF base frame) "
-                "and the URDF"))
+                f"variance left, residual {ratio:.0f}x the configured noise), nor a rotation "
+                "of the sensor frame: check the gravity vector (URDF base frame), the URDF and "
+                "sensor_frame"))
         tau, snr = self.time_offset()
         # The residual of an estimate that is wrong for another reason follows anything.
         if (not problems and estimate is not None and abs(tau) > MAX_TIME_OFFSET
@@ -165,6 +189,35 @@ class SetupCheck:
                 "time_offset", f"time offset: the wrench stamps {late} the joint states' by "
                 f"{1e3 * abs(tau):.0f} ms: stamp both with the same clock at measurement time"))
         return problems
+
+    def _sensor_rotation(self) -> SetupProblem | None:
+        """The forces as the model's turned by a fixed rotation ``R`` (sensor frame):
+        ``f - mean = m R (a - mean)`` solved as Wahba's problem on the centred sums (SVD),
+        named when ``R`` explains :data:`ROTATION_EXPLAINED` of the forces' variance and
+        turns by at least :data:`MIN_ROTATION_DEG`. The CoM's small force terms are left out
+        (they are a few percent of the gravity term)."""
+        n = self._count
+        if n < 2:
+            return None
+        ff = self._ff - np.outer(self._sum_f, self._sum_f) / n
+        fa = self._fa - np.outer(self._sum_f, self._sum_a) / n
+        aa = self._aa - np.outer(self._sum_a, self._sum_a) / n
+        u, _, vt = np.linalg.svd(fa)
+        rotation = u @ np.diag([1.0, 1.0, np.sign(np.linalg.det(u @ vt)) or 1.0]) @ vt
+        fit = float(np.trace(rotation.T @ fa))
+        if not (np.trace(aa) > 0.0 and np.trace(ff) > 0.0 and fit > 0.0):
+            return None
+        mass = fit / float(np.trace(aa))
+        explained = mass * fit / float(np.trace(ff))  # 1 - residual / variance
+        angle, axis = _angle_axis(rotation)
+        if explained < ROTATION_EXPLAINED or angle < MIN_ROTATION_DEG:
+            return None
+        turned = ", ".join(f"{v:.2f}" for v in axis)
+        return SetupProblem(
+            "sensor_rotation", f"sensor frame rotated: the forces are the model's turned by "
+            f"{angle:.0f} deg about [{turned}] (sensor_frame axes; {100 * explained:.1f} % of "
+            "their variance explained): the F/T's axes are not sensor_frame's; fix the URDF "
+            "joint of sensor_frame or name the frame the sensor really measures in")
 
     def _torque_unit(self) -> SetupProblem | None:
         """Torques in another unit than the forces: the first moment ``m c`` seen by the force
@@ -188,6 +241,18 @@ class SetupCheck:
         return SetupProblem(
             "torque_unit", f"torque unit: the torques are {scale:.3g} times what the forces "
             f"imply{hint}; the wrench must be in N and N m")
+
+
+def _angle_axis(rotation: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+    """Angle (degrees) and unit axis of a rotation matrix."""
+    cos = float(np.clip((np.trace(rotation) - 1.0) / 2.0, -1.0, 1.0))
+    angle = float(np.degrees(np.arccos(cos)))
+    skew = np.array([rotation[2, 1] - rotation[1, 2], rotation[0, 2] - rotation[2, 0],
+                     rotation[1, 0] - rotation[0, 1]])
+    if np.linalg.norm(skew) > 1e-6:
+        return angle, skew / np.linalg.norm(skew)
+    values, vectors = np.linalg.eigh(0.5 * (rotation + rotation.T))  # ~180 deg or ~0
+    return angle, vectors[:, -1]
 
 
 def _offset_only_residual(stats: SufficientStatistics) -> float:
