@@ -18,7 +18,8 @@ Reported (and the exit status is 1 unless all are 0):
 
 - ``deaths``: processes that ended;
 - ``stalls``: a node whose diagnostics stop for 3 s, or a stage whose sample count stops
-  growing for 5 s while the simulator publishes;
+  growing for 5 s while the simulator publishes (once the stage has had its first sample; a
+  stream that never arrives shows as too few estimates);
 - ``inconsistent``: published estimates that are not physically consistent or not finite;
 - ``wrong``: estimates published as converged with the mass off by more than 5 %;
 - ``unaccounted``: samples missing from the ledgers once the stream has stopped: the
@@ -85,9 +86,10 @@ class Report:
 
     @property
     def clean(self) -> bool:
-        """No death, stall, inconsistent or wrong output, every sample accounted for."""
-        return not (self.deaths or self.stalls or self.inconsistent or self.wrong
-                    or any(self.unaccounted.values()))
+        """Estimates published, and no death, stall, inconsistent or wrong output, every
+        sample accounted for."""
+        return self.estimates > 0 and not (self.deaths or self.stalls or self.inconsistent
+                                           or self.wrong or any(self.unaccounted.values()))
 
     def lines(self) -> list[str]:
         """A short human-readable summary."""
@@ -203,7 +205,9 @@ class Soak:
                 continue
             count = int(self.diagnostics[name][1].get(key, "0"))
             last, since = self.progress.get(name, (-1, now))
-            if count != last or not flowing:
+            # Before a stage's first sample the stream is still starting (a simulator process
+            # takes seconds to import and be discovered on a loaded machine): not a stall.
+            if count != last or not flowing or count == 0:
                 self.progress[name] = (count, now)
             elif now - since > PROGRESS_TIMEOUT:
                 self._stall(f"{name}: {key} stuck at {count} for {now - since:.1f} s")

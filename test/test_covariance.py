@@ -17,6 +17,7 @@ from inertial_id.core.covariance import (
     com_jacobian,
     derived_covariance,
     inertia_com_jacobian,
+    sandwich,
 )
 from inertial_id.core.estimators import N_UNKNOWNS, least_squares
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
@@ -180,19 +181,30 @@ def test_reported_std_matches_the_monte_carlo_spread_under_ar1_noise() -> None:
     assert 0.9 < np.mean(np.abs(z) <= 2.0) < 0.99
 
 
-def test_few_blocks_inflate_the_classical_covariance_by_a_scalar() -> None:
-    """Under MIN_BLOCKS_PER_UNKNOWN blocks per unknown: the classical shape times a design
-    effect >= 1."""
+def test_few_blocks_inflate_each_classical_variance_by_its_own_design_effect() -> None:
+    """Under MIN_BLOCKS_PER_UNKNOWN blocks per unknown: the classical correlations, and each
+    variance times its own design effect >= 1 (the sandwich's variance where larger)."""
     rng = np.random.default_rng(17)
     a = smooth_regressor(1000, rng)
     b = a @ rng.normal(size=N) + ar1(1000, 0.95, rng)
     blocks = int(MIN_BLOCKS_PER_UNKNOWN * N) - 5
-    robust = least_squares(accumulate(a, b, 1000 // blocks, chunk=1000 // blocks))
+    stats = accumulate(a, b, 1000 // blocks, chunk=1000 // blocks)
+    robust = least_squares(stats)
     plain = least_squares(accumulate(a, b, 0))
-    assert robust.covariance_type.startswith("classical x design effect")
-    ratio = robust.covariance / plain.covariance
-    assert np.all(np.isclose(ratio, ratio[0, 0], rtol=1e-9))
-    assert ratio[0, 0] > 1.5  # strongly correlated noise is caught
+    assert robust.covariance_type.startswith("classical x design effect per unknown")
+    std, plain_std = np.sqrt(np.diag(robust.covariance)), np.sqrt(np.diag(plain.covariance))
+    np.testing.assert_allclose(robust.covariance / np.outer(std, std),
+                               plain.covariance / np.outer(plain_std, plain_std), atol=1e-9)
+    effect = (std / plain_std) ** 2
+    assert np.all(effect >= 1.0 - 1e-12) and effect.max() > 1.5  # correlated noise is caught
+    assert effect.max() / effect.min() > 1.5  # and not alike in every direction
+    x = np.concatenate((robust.pi, robust.offset))
+    scores = stats.scores
+    sandwich_var = np.diag(sandwich(np.linalg.inv(stats.information), scores.meat(x),
+                                    scores.effective_blocks))
+    larger = sandwich_var > np.diag(plain.covariance)
+    np.testing.assert_allclose(np.diag(robust.covariance)[larger], sandwich_var[larger],
+                               rtol=1e-6)
 
 
 @st.composite

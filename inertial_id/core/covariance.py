@@ -172,23 +172,27 @@ def robust_covariance(bread: NDArray[np.float64], meat: NDArray[np.float64], blo
     """The covariance to report and how it was computed.
 
     ``bread`` is ``(A^T W A)^-1`` (finite), ``classical`` is ``sigma^2 bread``. With at least
-    :data:`MIN_BLOCKS_PER_UNKNOWN` effective blocks per unknown: the block sandwich. With
-    fewer, the sandwich's own
-    directions are too noisy (rank at most G): the classical matrix is inflated by the
-    scalar design effect ``k = max(1, tr(S C^-1) / n)`` (``S`` the sandwich, ``C`` the
-    classical covariance: the mean variance ratio over the ``n`` unknowns), which keeps the
-    classical shape and takes only the size of the correlation from the blocks.
+    :data:`MIN_BLOCKS_PER_UNKNOWN` effective blocks per unknown: the block sandwich ``S``.
+    With fewer, the sandwich's off-diagonal structure is too noisy (its rank is at most the
+    number of blocks ``G``), but each of its variances is still a mean over ``G`` block
+    scores: the classical matrix keeps its correlations and each unknown's variance takes
+    its own design effect ``k_i = max(1, S_ii / C_ii)``,
+    ``Cov = D C D`` with ``D = diag(sqrt(k_i))``. (One scalar for all, the mean of the
+    ratios, left the real TIAGo run's mass std 1.8 times under its block jackknife while the
+    first moments and inertia came out twice too wide: correlation does not stretch every
+    direction alike.)
     """
     robust = sandwich(bread, meat, blocks)
     if blocks >= MIN_BLOCKS_PER_UNKNOWN * bread.shape[0]:
         return robust, f"block sandwich, {blocks:.0f} blocks"
-    n = classical.shape[0]
-    try:
-        ratio = float(np.trace(np.linalg.solve(classical, robust))) / n
-    except np.linalg.LinAlgError:
-        ratio = 1.0
-    effect = max(1.0, ratio) if np.isfinite(ratio) else 1.0
-    return effect * classical, f"classical x design effect {effect:.2g}, {blocks:.0f} blocks"
+    variances = np.diag(classical)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.diag(robust) / variances
+    effect = np.where(np.isfinite(ratio) & (variances > 0.0), np.maximum(ratio, 1.0), 1.0)
+    scale = np.sqrt(effect)
+    return (classical * np.outer(scale, scale),
+            f"classical x design effect per unknown {effect.min():.2g}-{effect.max():.2g}, "
+            f"{blocks:.0f} blocks")
 
 
 # --- delta method -------------------------------------------------------------------------

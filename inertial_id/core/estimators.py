@@ -141,7 +141,7 @@ def make_estimate(
 
     With block scores in ``stats`` (:attr:`SufficientStatistics.scores`) the covariance is the
     block-robust sandwich ``G/(G-1) H^-1 (sum_j g_j g_j^T) H^-1`` of
-    :mod:`inertial_id.core.covariance` (scalar design effect on the classical matrix while
+    :mod:`inertial_id.core.covariance` (a design effect per unknown on the classical matrix while
     there are fewer than :data:`~inertial_id.core.covariance.MIN_BLOCKS_PER_UNKNOWN` blocks
     per unknown); without,
     the classical ``sigma^2 (A^T W A)^-1`` with ``sigma^2 = residual / (rows - n)``, which
