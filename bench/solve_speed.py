@@ -14,6 +14,27 @@ For a window of N samples (default 10,000: 60,000 rows) of the simulated arm, it
 
 checks that ours and direct reach the same optimum (relative difference of ``x`` and of the
 cost) and prints the speed-up measured in this run. ``--json FILE`` writes the numbers.
+
+``--families`` times the three solve paths of :class:`ConsistentEstimator` instead, on
+growing windows (10 each) of the instance families that matter for the payload SDP:
+
+- ``ruler``: a 9 g ruler (30 x 2 x 0.3 cm) moving slowly, 0.5 N / 0.02 N m noise (LMI active);
+- ``box``: a 60 g box (5 cm) on the default trajectory at 1 N / 0.05 N m noise;
+- ``static``: 8 static poses, 0.5 s each (the inertia is not identifiable: rank-deficient
+  statistics), with the estimator's default negligible prior and with a 1e-2 prior;
+- ``payload``: the demo's 1.5 kg payload on the default trajectory (LMI inactive: the
+  interior shortcut's family).
+
+Paths, each after the same parameter update: ``conic`` (cvxpy + Clarabel, what the LMI-active
+solves use today), ``dedicated`` (:mod:`inertial_id.core.sdp`, compiled with numba, warm
+started along the windows), ``interior`` (the default path's one linear solve where the LMI
+is inactive), and a tight Clarabel solve (1e-12) as the reference for the objective. JSON
+keys: per family and path median and p90 (us); ``speedup_active`` (conic / dedicated, median
+over the LMI-active families' medians), ``speedup_interior`` (default path / dedicated where
+the LMI is inactive), ``max_relative_objective_gap`` (dedicated against the reference, over
+all solves; negative: the dedicated one is lower), ``min_eig_over_epsilon`` (smallest
+``lambda_min(J) / epsilon`` over the dedicated solutions), ``dedicated_failures`` (solves the
+dedicated path handed to cvxpy).
 """
 
 from __future__ import annotations
@@ -30,13 +51,19 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from inertial_id.core import sdp  # noqa: E402
 from inertial_id.core.estimators import (  # noqa: E402
     ConsistentEstimator,
+    prior_scale,
     pseudo_inertia_expression,
 )
 from inertial_id.core.kinematics import SensorKinematics  # noqa: E402
+from inertial_id.core.parameters import (  # noqa: E402
+    BodyParameters,
+    min_pseudo_inertia_eigenvalue,
+)
 from inertial_id.core.payload import PayloadConfig, PayloadIdentifier  # noqa: E402
-from inertial_id.core.regressor import measurement_matrix  # noqa: E402
+from inertial_id.core.regressor import measurement_matrix, predicted_wrench  # noqa: E402
 from inertial_id.core.simulation import (  # noqa: E402
     BUNDLED_HOME,
     BUNDLED_SENSOR_FRAME,
@@ -44,6 +71,7 @@ from inertial_id.core.simulation import (  # noqa: E402
     PayloadSimulation,
     bundled_urdf_path,
 )
+from inertial_id.core.statistics import SufficientStatistics  # noqa: E402
 
 EPSILON = 1e-8
 
@@ -86,7 +114,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=10_000, help="window size (samples)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repetitions")
     parser.add_argument("--json", type=Path, help="write the numbers here")
+    parser.add_argument("--families", action="store_true",
+                        help="time the solve paths on the instance families instead")
     args = parser.parse_args(argv)
+    if args.families:
+        result = families(args.repeats)
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2))
+        return 0
 
     twist, proper, wrench = samples(args.samples)
     config = PayloadConfig(force_noise_std=0.08, torque_noise_std=0.004, epsilon=EPSILON)
@@ -152,6 +187,140 @@ def _manifold_timing(identifier: PayloadIdentifier, twist: np.ndarray, proper: n
         estimator.solve(identifier.statistics)
         warm.append(time.perf_counter() - start)
     return {"manifold_cold_ms": cold * 1e3, "manifold_warm_median_ms": float(np.median(warm)) * 1e3}
+
+
+def _box(mass: float, sides: tuple[float, float, float], com: Sequence[float]) -> BodyParameters:
+    a, b, c = sides
+    inertia = mass / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+    return BodyParameters.from_mass_com_inertia(mass, com, inertia)
+
+
+def _family_statistics(name: str, windows: int = 10) -> list[SufficientStatistics]:
+    """The statistics of a family's growing windows (see the module docstring)."""
+    kinematics = SensorKinematics(bundled_urdf_path(), BUNDLED_SENSOR_FRAME)
+    if name == "static":
+        rng = np.random.default_rng(5)
+        home = np.asarray(BUNDLED_HOME)
+        poses = home + rng.uniform(-0.8, 0.8, (8, home.size))
+        q = np.repeat(poses, 500, axis=0)
+        twist, proper = kinematics.compute(q, np.zeros_like(q), np.zeros_like(q))
+        payload, noise = _box(0.5, (0.1, 0.06, 0.04), [0.0, 0.01, 0.05]), (0.1, 0.005)
+        wrench = predicted_wrench(payload.pi, twist, proper, np.zeros(6), -1.0)
+        wrench = wrench + rng.normal(size=wrench.shape) * np.repeat(noise, 3)
+    else:
+        setting = {"ruler": (_box(0.009, (0.3, 0.02, 0.003), [0.0, 0.0, 0.15]), (0.5, 0.02),
+                             (0.15, 0.2)),
+                   "box": (_box(0.06, (0.05, 0.05, 0.05), [0.0, 0.0, 0.04]), (1.0, 0.05),
+                           (0.6, 1.5)),
+                   "payload": (None, (0.08, 0.004), (0.6, 1.5))}[name]
+        payload, noise, (amplitude, speed) = setting
+        trajectory = FourierTrajectory.random(BUNDLED_HOME, amplitude=amplitude,
+                                              max_velocity=speed, seed=2)
+        sim = PayloadSimulation(kinematics, trajectory, force_noise_std=noise[0],
+                                torque_noise_std=noise[1], seed=2,
+                                **({} if payload is None else {"payload": payload}))
+        t = np.arange(20_000) * 1e-3
+        twist, proper = kinematics.compute(*trajectory(t))
+        wrench = sim.wrench(t)
+    config = PayloadConfig(force_noise_std=noise[0], torque_noise_std=noise[1],
+                           epsilon=EPSILON)
+    identifier = PayloadIdentifier(config)
+    out = []
+    for chunk in np.array_split(np.arange(len(wrench)), windows):
+        identifier.add(twist[chunk], proper[chunk], wrench[chunk])
+        out.append(identifier.statistics.copy())
+    return out
+
+
+def _timed(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
+    """Best of ``repeats`` calls (s) and the last result: the machine's noise only adds."""
+    best, result = np.inf, None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def _objective(estimator: ConsistentEstimator, stats: SufficientStatistics,
+               x: np.ndarray) -> float:
+    """The estimate's objective at ``x`` (unscaled ``[pi; offset]``): the weighted residual
+    of all the data plus the Euclidean prior term."""
+    weights = estimator.prior_weight * prior_scale(stats.information)
+    return stats.residual(x) + float(weights @ (x[:10] - estimator.prior) ** 2)
+
+
+def families(repeats: int) -> dict[str, object]:
+    """The ``--families`` benchmark (module docstring)."""
+    cases = {"ruler": ({}, True), "box": ({}, True), "static": ({}, True),
+             "static_prior": ({"prior_weight": 1e-2}, True), "payload": ({}, False)}
+    times: dict[str, dict[str, list[float]]] = {}
+    gaps, eig_ratios, failures, active_seen = [], [], 0, {}
+    family_gaps: dict[str, list[float]] = {}
+    statistics = {name: _family_statistics(name.split("_")[0]) for name in cases}
+    for name, (options, _) in cases.items():
+        prior = (_box(0.5, (0.1, 0.06, 0.04), [0.0, 0.01, 0.05]).pi
+                 if options else None)
+        estimator = ConsistentEstimator(epsilon=EPSILON, prior=prior, dedicated=True,
+                                        **options)
+        estimator.solve(statistics[name][0])  # cvxpy compiles the problem once
+        family = times.setdefault(name, {"conic": [], "dedicated": [], "interior": []})
+        active = 0
+        for stats in statistics[name]:
+            estimator._update_parameters(stats)  # noqa: SLF001
+            interior_s, interior = _timed(estimator._interior_minimiser, repeats)  # noqa: SLF001
+            conic_s, _ = _timed(estimator._solve_sdp, repeats)  # noqa: SLF001
+            estimator._warm = None  # noqa: SLF001 - each repeat from the same start
+            dedicated_s, x = _timed(estimator._solve_dedicated, repeats)  # noqa: SLF001
+            estimator._problem.solve(solver="CLARABEL", tol_gap_abs=1e-12,  # noqa: SLF001
+                                     tol_gap_rel=1e-12, tol_feas=1e-12)
+            reference = np.asarray(estimator._x.value)  # noqa: SLF001
+            if x is None:
+                failures += 1
+                continue
+            family["conic"].append(conic_s * 1e6)
+            family["dedicated"].append(dedicated_s * 1e6)
+            if interior is not None:
+                family["interior"].append(interior_s * 1e6)
+            else:
+                active += 1
+            scale = estimator._update_parameters(stats)  # noqa: SLF001
+            value = _objective(estimator, stats, scale * x)
+            value_ref = _objective(estimator, stats, scale * reference)
+            gaps.append((value - value_ref) / abs(value_ref))
+            family_gaps.setdefault(name, []).append(gaps[-1])
+            eig_ratios.append(min_pseudo_inertia_eigenvalue(scale[:10] * x[:10]) / EPSILON)
+        active_seen[name] = active
+    summary = {name: {path: {"median_us": float(np.median(v)), "p90_us": float(np.percentile(
+        v, 90)), "solves": len(v)} for path, v in paths.items() if v}
+        for name, paths in times.items()}
+    active_families = [n for n, k in active_seen.items() if k == len(statistics[n])]
+    inactive = [n for n, k in active_seen.items() if k == 0]
+    result = {
+        "families": summary, "lmi_active_solves": active_seen,
+        "compiled": sdp.compiled(),
+        "speedup_active": float(np.median([summary[n]["conic"]["median_us"]
+                                           / summary[n]["dedicated"]["median_us"]
+                                           for n in active_families])) if active_families
+        else None,
+        "speedup_interior": float(np.median([summary[n]["interior"]["median_us"]
+                                             / summary[n]["dedicated"]["median_us"]
+                                             for n in inactive])) if inactive else None,
+        "max_relative_objective_gap": float(max(gaps)),
+        "min_eig_over_epsilon": float(min(eig_ratios)),
+        "dedicated_failures": failures,
+        "max_relative_objective_gap_per_family": {n: float(max(g))
+                                                  for n, g in family_gaps.items()},
+    }
+    for name, paths in summary.items():
+        cells = "  ".join(f"{p} {v['median_us']:8.0f} / {v['p90_us']:8.0f} us"
+                          for p, v in paths.items())
+        print(f"{name:13s} LMI active {active_seen[name]:2d}/{len(statistics[name])}  {cells}")
+    for key in ("speedup_active", "speedup_interior", "max_relative_objective_gap",
+                "min_eig_over_epsilon", "dedicated_failures",
+                "max_relative_objective_gap_per_family"):
+        print(f"{key:28s} {result[key]}")
+    return result
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ PYTHON_DEPENDENCIES = {
     "yaml": ("python3-yaml", "pyyaml"),
     "matplotlib": ("python3-matplotlib", "matplotlib"),
     "tqdm": ("python3-tqdm", "tqdm"),
+    "numba": ("python3-numba", "numba"),
     "pinocchio": ("pinocchio", "pin"),
     "cvxpy": ("python3-cvxpy-pip", "cvxpy"),
     "rosbags": ("python3-rosbags-pip", "rosbags"),

@@ -1,0 +1,102 @@
+"""The dedicated payload SDP solver against cvxpy + Clarabel at a tight tolerance."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from strategies import physical_bodies
+
+from inertial_id.core.estimators import ConsistentEstimator
+from inertial_id.core.parameters import BodyParameters, pseudo_inertia
+from inertial_id.core.sdp import BASIS, compiled, solve_lmi_qp
+
+MARGINS = (1e-8, 1e-4)
+
+
+def reference(h: np.ndarray, g: np.ndarray, margin: np.ndarray) -> np.ndarray | None:
+    """cvxpy + Clarabel at 1e-11 on the same problem (scaled to a unit Hessian diagonal, as
+    the solver sees it): ``pi``, or None when Clarabel gives up."""
+    d = 1.0 / np.sqrt(np.diag(h))
+    factor = np.linalg.cholesky(d[:, None] * h * d[None, :])
+    y = cp.Variable(10)
+    jmat = sum(y[i] * d[i] * BASIS[i] for i in range(10))
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(factor.T @ y) - (d * g) @ y),
+                         [jmat - margin >> 0])
+    try:
+        problem.solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
+    except cp.error.SolverError:
+        return None
+    return None if y.value is None else d * y.value
+
+
+def objective(h: np.ndarray, g: np.ndarray, pi: np.ndarray) -> float:
+    return float(0.5 * pi @ h @ pi - g @ pi)
+
+
+@st.composite
+def problems(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(H, g, M)``: regressor-like data of a body (from 9 g up), with noise that often
+    pushes the unconstrained fit out of the consistent set; sometimes rank-deficient data
+    made definite by a small prior, as the estimator's Euclidean prior does."""
+    mass, com, inertia = draw(physical_bodies())
+    mass *= draw(st.sampled_from([0.01, 1.0]))
+    body = BodyParameters.from_mass_com_inertia(mass, com, inertia * mass / max(mass, 1e-9))
+    seed = draw(st.integers(0, 2**31))
+    rng = np.random.default_rng(seed)
+    rows = draw(st.sampled_from([6, 40, 300]))
+    a = rng.normal(size=(rows, 10)) * rng.uniform(0.01, 10.0, size=10)
+    noise = draw(st.sampled_from([0.0, 1e-3, 0.1, 3.0]))
+    b = a @ body.pi + noise * rng.normal(size=rows) * np.abs(a @ body.pi).mean()
+    h = a.T @ a + 1e-6 * np.diag(np.diag(a.T @ a).mean() * np.ones(10))  # the prior's floor
+    return h, a.T @ b, draw(st.sampled_from(MARGINS)) * np.eye(4)
+
+
+@pytest.mark.skipif(not compiled(), reason="numba not installed: the estimator uses cvxpy")
+@settings(max_examples=60, deadline=None)
+@given(problems())
+def test_the_dedicated_solver_matches_clarabel_and_stays_strictly_feasible(problem) -> None:
+    h, g, margin = problem
+    result = solve_lmi_qp(h, g, margin)
+    assert result.ok, result
+    slack = np.linalg.eigvalsh(pseudo_inertia(result.pi) - margin)[0]
+    assert slack > 0.0  # J(pi) - M strictly positive definite
+    pi_ref = reference(h, g, margin)
+    assume(pi_ref is not None)
+    value, value_ref = objective(h, g, result.pi), objective(h, g, pi_ref)
+    assert value <= value_ref + 1e-9 * max(1.0, abs(value_ref)), (value, value_ref, result)
+    if result.status == "interior":
+        exact = np.linalg.solve(h, g)
+        np.testing.assert_allclose(result.pi, exact, rtol=1e-6, atol=1e-9 * np.abs(exact).max())
+
+
+@pytest.mark.skipif(not compiled(), reason="numba not installed")
+def test_a_warm_start_lands_on_the_same_optimum_in_fewer_iterations() -> None:
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(300, 10)) * rng.uniform(0.01, 10.0, size=10)
+    inconsistent = BodyParameters.from_mass_com_inertia(
+        1.0, [0.0, 0.0, 0.05], np.diag([1e-3, 1e-3, 1e-3])).pi * np.r_[np.ones(4), -np.ones(6)]
+    h, g = a.T @ a, a.T @ (a @ inconsistent)
+    cold = solve_lmi_qp(h, g, 1e-8 * np.eye(4))
+    assert cold.status == "optimal"  # the LMI is active
+    g2 = g * (1.0 + 1e-3 * rng.normal(size=10))  # a few more samples
+    cold2 = solve_lmi_qp(h, g2, 1e-8 * np.eye(4))
+    warm2 = solve_lmi_qp(h, g2, 1e-8 * np.eye(4), start=cold.pi)
+    assert warm2.ok and warm2.iterations < cold2.iterations
+    value, value_cold = objective(h, g2, warm2.pi), objective(h, g2, cold2.pi)
+    assert abs(value - value_cold) <= 1e-9 * abs(value_cold)
+
+
+@pytest.mark.skipif(not compiled(), reason="numba not installed")
+def test_the_estimator_uses_it_for_the_lmi_and_cvxpy_for_other_constraints() -> None:
+    estimator = ConsistentEstimator(dedicated=True)
+    assert estimator._dedicated_applies()  # noqa: SLF001
+    assert not ConsistentEstimator()._dedicated_applies()  # noqa: SLF001 - off by default
+    from inertial_id.core.estimators import Constraints
+    from inertial_id.core.shape import Ellipsoid
+
+    bounded = ConsistentEstimator(dedicated=True, constraints=Constraints(
+        bounding_ellipsoid=Ellipsoid.sphere([0.0, 0.0, 0.05], 0.1)))
+    assert not bounded._dedicated_applies()  # noqa: SLF001
