@@ -25,16 +25,16 @@ growing windows (10 each) of the instance families that matter for the payload S
 - ``payload``: the demo's 1.5 kg payload on the default trajectory (LMI inactive: the
   interior shortcut's family).
 
-Paths, each after the same parameter update: ``conic`` (cvxpy + Clarabel, what the LMI-active
-solves use today), ``dedicated`` (:mod:`inertial_id.core.sdp`, compiled with numba, warm
-started along the windows), ``interior`` (the default path's one linear solve where the LMI
-is inactive), and a tight Clarabel solve (1e-12) as the reference for the objective. JSON
-keys: per family and path median and p90 (us); ``speedup_active`` (conic / dedicated, median
-over the LMI-active families' medians), ``speedup_interior`` (default path / dedicated where
-the LMI is inactive), ``max_relative_objective_gap`` (dedicated against the reference, over
-all solves; negative: the dedicated one is lower), ``min_eig_over_epsilon`` (smallest
-``lambda_min(J) / epsilon`` over the dedicated solutions), ``dedicated_failures`` (solves the
-dedicated path handed to cvxpy).
+Paths, each after the same parameter update: ``conic`` (cvxpy + Clarabel, what the LMI-
+active solves use today), ``dedicated`` (:mod:`inertial_id.core.sdp`, compiled with numba,
+warm started from the previous window's optimum), ``interior`` (the default path's one
+linear solve where the LMI is inactive), and a tight Clarabel solve (1e-12) as the reference
+for the objective. JSON keys: per family and path median and p90 (us); ``speedup_active``
+(conic / dedicated, median over the LMI-active families' medians), ``speedup_interior``
+(default path / dedicated where the LMI is inactive), ``max_relative_objective_gap``
+(dedicated against the reference, over all solves; negative: the dedicated one is lower),
+``min_eig_over_epsilon`` (smallest ``lambda_min(J) / epsilon`` over the dedicated
+solutions), ``dedicated_failures`` (solves the dedicated path handed to cvxpy).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import cvxpy as cp
@@ -250,6 +251,12 @@ def _objective(estimator: ConsistentEstimator, stats: SufficientStatistics,
     return stats.residual(x) + float(weights @ (x[:10] - estimator.prior) ** 2)
 
 
+def _warm_solve(estimator: ConsistentEstimator, warm: np.ndarray | None) -> np.ndarray | None:
+    """The dedicated path from ``warm`` (the previous window's optimum), every repeat alike."""
+    estimator._warm = warm  # noqa: SLF001
+    return estimator._solve_dedicated()  # noqa: SLF001
+
+
 def families(repeats: int) -> dict[str, object]:
     """The ``--families`` benchmark (module docstring)."""
     cases = {"ruler": ({}, True), "box": ({}, True), "static": ({}, True),
@@ -265,13 +272,13 @@ def families(repeats: int) -> dict[str, object]:
                                         **options)
         estimator.solve(statistics[name][0])  # cvxpy compiles the problem once
         family = times.setdefault(name, {"conic": [], "dedicated": [], "interior": []})
-        active = 0
+        active, warm = 0, None
         for stats in statistics[name]:
             estimator._update_parameters(stats)  # noqa: SLF001
             interior_s, interior = _timed(estimator._interior_minimiser, repeats)  # noqa: SLF001
             conic_s, _ = _timed(estimator._solve_sdp, repeats)  # noqa: SLF001
-            estimator._warm = None  # noqa: SLF001 - each repeat from the same start
-            dedicated_s, x = _timed(estimator._solve_dedicated, repeats)  # noqa: SLF001
+            dedicated_s, x = _timed(partial(_warm_solve, estimator, warm), repeats)
+            warm = estimator._warm  # noqa: SLF001
             estimator._problem.solve(solver="CLARABEL", tol_gap_abs=1e-12,  # noqa: SLF001
                                      tol_gap_rel=1e-12, tol_feas=1e-12)
             reference = np.asarray(estimator._x.value)  # noqa: SLF001

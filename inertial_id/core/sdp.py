@@ -86,6 +86,58 @@ def _adjoint(basis: NDArray[np.float64], matrix: NDArray[np.float64]) -> NDArray
     return out
 
 
+def _congruence(r: NDArray[np.float64], basis: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``r basis_i r^T`` for every ``i``, from the few nonzero entries of each ``basis_i``."""
+    n = basis.shape[0]
+    out = np.zeros((n, 4, 4))
+    for i in range(n):
+        for a in range(4):
+            for b in range(4):
+                value = basis[i, a, b]
+                if value != 0.0:
+                    for p in range(4):
+                        for q in range(4):
+                            out[i, p, q] += value * r[p, a] * r[q, b]
+    return out
+
+
+def _smallest_jacobi(matrix: NDArray[np.float64]) -> float:
+    """Smallest eigenvalue of a small symmetric matrix by cyclic Jacobi rotations (a few
+    sweeps; a LAPACK call costs more than the whole on 4 x 4)."""
+    a = matrix.copy()
+    n = a.shape[0]
+    for _ in range(30):
+        off = 0.0
+        for p in range(n):
+            for q in range(p + 1, n):
+                off += a[p, q] * a[p, q]
+        scale = 0.0
+        for p in range(n):
+            scale += a[p, p] * a[p, p]
+        if off <= 1e-30 * scale + 1e-300:
+            break
+        for p in range(n):
+            for q in range(p + 1, n):
+                if a[p, q] == 0.0:
+                    continue
+                theta = (a[q, q] - a[p, p]) / (2.0 * a[p, q])
+                t = (1.0 if theta >= 0.0 else -1.0) / (abs(theta) + np.sqrt(theta * theta + 1.0))
+                c = 1.0 / np.sqrt(t * t + 1.0)
+                sn = t * c
+                for k in range(n):  # columns p, q
+                    akp, akq = a[k, p], a[k, q]
+                    a[k, p] = c * akp - sn * akq
+                    a[k, q] = sn * akp + c * akq
+                for k in range(n):  # rows p, q
+                    apk, aqk = a[p, k], a[q, k]
+                    a[p, k] = c * apk - sn * aqk
+                    a[q, k] = sn * apk + c * aqk
+    smallest = a[0, 0]
+    for p in range(1, n):
+        smallest = min(smallest, a[p, p])
+    return smallest
+
+
 def _max_step(lam: NDArray[np.float64], direction: NDArray[np.float64]) -> float:
     """Largest ``a`` with ``diag(lam) + a direction >= 0`` (inf when any ``a`` is fine)."""
     root = 1.0 / np.sqrt(lam)
@@ -93,13 +145,44 @@ def _max_step(lam: NDArray[np.float64], direction: NDArray[np.float64]) -> float
     for i in range(4):
         for j in range(4):
             scaled[i, j] = root[i] * direction[i, j] * root[j]
-    smallest = np.linalg.eigvalsh(scaled)[0]
+    smallest = _smallest_jacobi(scaled)
     return np.inf if smallest >= 0.0 else -1.0 / smallest
+
+
+def _cholesky(matrix: NDArray[np.float64]) -> tuple[NDArray[np.float64], bool]:
+    """Lower Cholesky factor of a small symmetric matrix and whether it is positive
+    definite (no exception: a failed factorisation is an answer here, e.g. a step test)."""
+    n = matrix.shape[0]
+    factor = np.zeros((n, n))
+    for j in range(n):
+        pivot = matrix[j, j]
+        for k in range(j):
+            pivot -= factor[j, k] * factor[j, k]
+        if not pivot > 0.0:
+            return factor, False
+        factor[j, j] = np.sqrt(pivot)
+        for i in range(j + 1, n):
+            value = matrix[i, j]
+            for k in range(j):
+                value -= factor[i, k] * factor[j, k]
+            factor[i, j] = value / factor[j, j]
+    return factor, True
 
 
 def _cholesky_solve(factor: NDArray[np.float64], right: NDArray[np.float64]
                     ) -> NDArray[np.float64]:
-    return np.linalg.solve(factor.T, np.linalg.solve(factor, right))
+    """``x`` with ``L L^T x = right`` by forward and back substitution."""
+    n = right.shape[0]
+    x = right.copy()
+    for i in range(n):
+        for k in range(i):
+            x[i] -= factor[i, k] * x[k]
+        x[i] /= factor[i, i]
+    for i in range(n - 1, -1, -1):
+        for k in range(i + 1, n):
+            x[i] -= factor[k, i] * x[k]
+        x[i] /= factor[i, i]
+    return x
 
 
 def _direction(rhs: NDArray[np.float64], lam: NDArray[np.float64], rd: NDArray[np.float64],
@@ -138,10 +221,9 @@ def _iterate(hs: NDArray[np.float64], gs: NDArray[np.float64], basis: NDArray[np
                 and np.sqrt(np.sum(rd * rd)) <= tolerance * stationarity_scale):
             status = 1
             break
-        try:
-            ls = np.linalg.cholesky(s)
-            lz = np.linalg.cholesky(z)
-        except Exception:  # noqa: BLE001 - numba: S or Z singular to rounding
+        ls, s_ok = _cholesky(s)
+        lz, z_ok = _cholesky(z)
+        if not (s_ok and z_ok):  # S or Z singular to rounding
             status = 2
             break
         u, lam, _ = np.linalg.svd(lz.T @ ls)
@@ -152,14 +234,11 @@ def _iterate(hs: NDArray[np.float64], gs: NDArray[np.float64], basis: NDArray[np
         left = u.T @ lz.T
         for i in range(4):
             r_inverse[i] = left[i] / np.sqrt(lam[i])
+        scaled = _congruence(r_inverse, basis)
         n = basis.shape[0]
-        scaled = np.empty((n, 4, 4))
-        for i in range(n):
-            scaled[i] = r_inverse @ basis[i] @ r_inverse.T
         flat = scaled.reshape(n, 16)
-        try:
-            system = np.linalg.cholesky(hs + flat @ flat.T)
-        except Exception:  # noqa: BLE001
+        system, ok = _cholesky(hs + flat @ flat.T)
+        if not ok:
             status = 2
             break
         square = np.diag(lam * lam)
@@ -179,7 +258,7 @@ def _iterate(hs: NDArray[np.float64], gs: NDArray[np.float64], basis: NDArray[np
             s_next = _assemble(y_next, basis) - margin
             z_next = z + alpha * dz_full
             z_next = 0.5 * (z_next + z_next.T)
-            if np.linalg.eigvalsh(s_next)[0] > 0.0 and np.linalg.eigvalsh(z_next)[0] > 0.0:
+            if _cholesky(s_next)[1] and _cholesky(z_next)[1]:
                 break
             alpha *= 0.5
         else:
@@ -194,14 +273,20 @@ def _iterate(hs: NDArray[np.float64], gs: NDArray[np.float64], basis: NDArray[np
 def _compile() -> bool:
     """Compile the iteration's functions with numba (cached on disk) where it is installed;
     ``False`` leaves them plain numpy (the same algorithm, about 50 times slower)."""
-    global _assemble, _adjoint, _max_step, _cholesky_solve, _direction, _iterate  # noqa: PLW0603
+    global _assemble, _adjoint, _max_step, _cholesky, _cholesky_solve  # noqa: PLW0603
+    global _direction, _iterate  # noqa: PLW0603
     try:
         import numba
     except ImportError:
         return False
     jit = numba.njit(cache=True, nogil=True)
     _assemble, _adjoint, _max_step = jit(_assemble), jit(_adjoint), jit(_max_step)
-    _cholesky_solve, _direction, _iterate = jit(_cholesky_solve), jit(_direction), jit(_iterate)
+    global _congruence, _smallest_jacobi  # noqa: PLW0603
+    _congruence, _smallest_jacobi = jit(_congruence), jit(_smallest_jacobi)
+    _cholesky, _cholesky_solve = jit(_cholesky), jit(_cholesky_solve)
+    _direction, _iterate = jit(_direction), jit(_iterate)
+    global _smallest_eigenvalue, _solve  # noqa: PLW0603
+    _smallest_eigenvalue, _solve = jit(_smallest_eigenvalue), jit(_solve)
     return True
 
 
@@ -217,35 +302,65 @@ def compiled() -> bool:
     return _COMPILED[0]
 
 
-def _start(y: NDArray[np.float64] | None, basis: NDArray[np.float64],
-           margin: NDArray[np.float64], tau: float, centre: NDArray[np.float64]
-           ) -> NDArray[np.float64]:
-    """A strictly feasible point: ``y`` moved towards ``centre`` until ``J - M`` has its
-    smallest eigenvalue above ``1e-3 tau`` (``centre`` alone when ``y`` is None)."""
-    if y is None or not np.isfinite(y).all():
-        return centre.copy()
-    for theta in (0.0, 1e-3, 1e-2, 0.05, 0.2, 0.5, 1.0):
-        point = y + theta * (centre - y)
-        if np.linalg.eigvalsh(_assemble(point, basis) - margin)[0] > 1e-3 * tau:
-            return point
-    return centre.copy()
+THETAS = np.array([0.0, 1e-3, 1e-2, 0.05, 0.2, 0.5, 1.0])
+"""Fractions of the way from a warm start to the centre tried for a strictly feasible start."""
 
 
-def _strictly_inside(y: NDArray[np.float64], margin: NDArray[np.float64],
-                     d: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
-    """``y`` and the smallest eigenvalue of ``J(pi) - M`` evaluated as a user will, from
-    ``pi = d y``; where rounding leaves it below a floor (the rounding of ``J``'s
-    eigenvalues), ``y`` moves along the centre direction (``J = I``) just enough: every
-    eigenvalue rises alike, the objective moves by rounding only."""
-    jmat = pseudo_inertia(d * y)
-    floor = (1e-9 * float(np.abs(np.linalg.eigvalsh(margin)).max())
-             + 1e-14 * float(np.abs(jmat).max()) + 1e-300)  # rounding of eigvalsh
+def _smallest_eigenvalue(matrix: NDArray[np.float64]) -> float:
+    return np.linalg.eigvalsh(matrix)[0]
+
+
+def _solve(hs: NDArray[np.float64], gs: NDArray[np.float64], basis: NDArray[np.float64],
+           d: NDArray[np.float64], margin: NDArray[np.float64], start: NDArray[np.float64],
+           tolerance: float, max_iterations: int
+           ) -> tuple[NDArray[np.float64], int, int, float, float, float, float, float]:
+    """The scaled problem (``pi = d y``, ``basis_i = d_i F_i``): the unconstrained optimum if
+    strictly feasible, else the interior-point iterations from a strictly feasible start
+    (``start``, scaled, moved towards the centre; the centre when it holds a NaN), and the
+    final nudge above rounding. Returns ``y``, status (3 interior, 1 optimal, 2 arithmetic
+    limit, 0 out of iterations, -1 ``H`` not positive definite), iterations, gap, dual
+    residual, smallest eigenvalue of ``J(d y) - M``, and the objective and stationarity
+    scales the status was judged on."""
+    n = hs.shape[0]
+    factor, ok = _cholesky(hs)
+    if not ok:
+        return gs * 0.0, -1, 0, 0.0, 0.0, 0.0, 1.0, 1.0
+    unconstrained = _cholesky_solve(factor, gs)
+    objective_scale = max(abs(np.sum(gs * unconstrained)), 1e-300)
+    jmat = _assemble(unconstrained, basis)
+    slack = _smallest_eigenvalue(jmat - margin)
+    if slack > 0.0:
+        return unconstrained, 3, 0, 0.0, 0.0, slack, objective_scale, 1.0
+    eigen = np.linalg.eigvalsh(jmat)
+    margin_size = np.abs(np.linalg.eigvalsh(margin)).max()
+    tau = max(2.0 * margin_size, 1e-3 * max(abs(eigen[0]), abs(eigen[3])), 1e-12)
+    centre = np.empty(n)
+    for i in range(n):
+        centre[i] = tau * CENTRE[i] / d[i]
+    y = centre.copy()
+    if np.isfinite(start).all():
+        for theta in THETAS:
+            point = start + theta * (centre - start)
+            if _smallest_eigenvalue(_assemble(point, basis) - margin) > 1e-3 * tau:
+                y = point
+                break
+    s_inverse = np.linalg.inv(_assemble(y, basis) - margin)
+    adjoint_inverse = _adjoint(basis, s_inverse)
+    mu = max(np.sqrt(np.sum((hs @ y - gs) ** 2))
+             / max(np.sqrt(np.sum(adjoint_inverse**2)), 1e-300), 1e-12)
+    y, status, iterations, gap, residual, _ = _iterate(
+        hs, gs, basis, margin, y, mu * s_inverse, tolerance, objective_scale, max_iterations)
+    # J(pi) - M as a user evaluates it, from pi = d y; below the rounding of its eigenvalues,
+    # move along the centre direction (J(CENTRE) = I: every eigenvalue rises alike).
+    pi = d * y
+    floor = 1e-9 * margin_size + 1e-14 * np.abs(_assemble(pi, BASIS)).max() + 1e-300
     for _ in range(3):
-        slack = float(np.linalg.eigvalsh(pseudo_inertia(d * y) - margin)[0])
+        slack = _smallest_eigenvalue(_assemble(d * y, BASIS) - margin)
         if slack >= floor:
             break
-        y = y + (2.0 * floor - slack) * CENTRE / d  # J(CENTRE) = I
-    return y, slack
+        y = y + (2.0 * floor - slack) * CENTRE / d
+    stationarity_scale = max(np.sqrt(np.sum(gs * gs)), np.sqrt(np.sum((hs @ y) ** 2)))
+    return y, status, iterations, gap, residual, slack, objective_scale, stationarity_scale
 
 
 def solve_lmi_qp(hessian: ArrayLike, gradient: ArrayLike, margin: ArrayLike,
@@ -259,35 +374,20 @@ def solve_lmi_qp(hessian: ArrayLike, gradient: ArrayLike, margin: ArrayLike,
     positive definite raises ``numpy.linalg.LinAlgError``.
     """
     compiled()
-    h = np.ascontiguousarray(hessian, dtype=float)
-    g = np.ascontiguousarray(gradient, dtype=float)
-    margin = np.ascontiguousarray(margin, dtype=float)
+    h = np.asarray(hessian, dtype=float)
     diagonal = np.diag(h)
     d = 1.0 / np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
-    hs = d[:, None] * h * d[None, :]
-    gs = d * g
+    hs = np.ascontiguousarray(d[:, None] * h * d[None, :])
+    gs = d * np.asarray(gradient, dtype=float)
     basis = np.ascontiguousarray(BASIS * d[:, None, None])  # J(d * y) = sum_i y_i basis_i
-    unconstrained = np.linalg.solve(hs, gs)
-    slack = np.linalg.eigvalsh(_assemble(unconstrained, basis) - margin)[0]
-    if slack > 0.0:
-        return SdpResult(d * unconstrained, "interior", 0, 0.0, 0.0, float(slack))
-    scale = float(np.abs(np.linalg.eigvalsh(_assemble(unconstrained, basis))).max())
-    tau = max(2.0 * float(np.abs(np.linalg.eigvalsh(margin)).max()), 1e-3 * scale, 1e-12)
-    centre = tau * CENTRE / d
-    y = _start(None if start is None else np.asarray(start, dtype=float) / d, basis, margin,
-               tau, centre)
-    s_inverse = np.linalg.inv(_assemble(y, basis) - margin)
-    adjoint_inverse = _adjoint(basis, s_inverse)
-    mu = max(float(np.linalg.norm(hs @ y - gs)) / max(float(np.linalg.norm(adjoint_inverse)),
-                                                      1e-300), 1e-12)
-    objective_scale = max(abs(float(gs @ unconstrained)), 1e-300)
-    y, status, iterations, gap, residual, min_slack = _iterate(
-        hs, gs, basis, margin, y, mu * s_inverse, tolerance, objective_scale, max_iterations)
-    y, min_slack = _strictly_inside(y, margin, d)
-    stationarity_scale = max(float(np.linalg.norm(gs)), float(np.linalg.norm(hs @ y)))
+    first = np.full(N_PI, np.nan) if start is None else np.asarray(start, dtype=float) / d
+    y, status, iterations, gap, residual, slack, objective_scale, stationarity_scale = _solve(
+        hs, gs, basis, d, np.ascontiguousarray(margin, dtype=float), first, tolerance,
+        max_iterations)
+    if status == -1:
+        raise np.linalg.LinAlgError("the Hessian is not positive definite")
     close = (gap <= ACCEPTABLE_GAP * objective_scale
              and residual <= ACCEPTABLE_RESIDUAL * stationarity_scale)
-    name = "optimal" if status == 1 or (status == 2 and close) else (
-        "max_iterations" if status == 0 else "numerical_limit")
-    return SdpResult(d * y, name, int(iterations), float(gap), float(residual),
-                     float(min_slack))
+    name = {3: "interior", 1: "optimal", 0: "max_iterations"}.get(
+        status, "optimal" if close else "numerical_limit")
+    return SdpResult(d * y, name, int(iterations), float(gap), float(residual), float(slack))
