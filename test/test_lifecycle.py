@@ -47,7 +47,8 @@ class Manager(Node):
         """The service's answer. wait_for_service only sees the server; its reply is lost
         while the server has not yet discovered this client's reply reader (seconds on a
         loaded machine, in another process): ask again then."""
-        assert client.wait_for_service(timeout_sec=20.0), client.srv_name
+        # A new process on a loaded machine: start-up plus discovery took over 20 s once.
+        assert client.wait_for_service(timeout_sec=60.0), client.srv_name
         for _ in range(6):
             future = client.call_async(request)
             self.executor.spin_until_future_complete(future, timeout_sec=5.0)
