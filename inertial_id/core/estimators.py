@@ -437,6 +437,16 @@ class ConsistentEstimator:
         return estimate
 
 
+    def _normal_equations(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``H`` and ``g`` of the scaled Euclidean objective ``1/2 x^T H x - g^T x`` (data
+        and prior, from the parameter values :meth:`_update_parameters` set)."""
+        r, z = self._r.value, self._z.value
+        hessian = r.T @ r
+        gradient = r.T @ z
+        hessian[:N_PI, :N_PI] += np.diag(self._prior_root.value**2)
+        gradient[:N_PI] += self._prior_root.value * self._prior_target.value
+        return hessian, gradient
+
     def _dedicated_applies(self) -> bool:
         """The dedicated solver (:mod:`inertial_id.core.sdp`) covers the LMI with the
         Euclidean prior and no further constraint, compiled (else cvxpy is as fast)."""
@@ -449,11 +459,7 @@ class ConsistentEstimator:
         """The scaled problem by :func:`~inertial_id.core.sdp.solve_lmi_qp`, the offset
         eliminated (Schur complement) or fixed, warm-started from the previous solution;
         None when it does not end optimal and strictly feasible (cvxpy then solves)."""
-        r, z = self._r.value, self._z.value
-        hessian = r.T @ r
-        gradient = r.T @ z
-        hessian[:N_PI, :N_PI] += np.diag(self._prior_root.value**2)
-        gradient[:N_PI] += self._prior_root.value * self._prior_target.value
+        hessian, gradient = self._normal_equations()
         pi_block, cross = hessian[:N_PI, :N_PI], hessian[:N_PI, N_PI:]
         try:
             if self.known_offset is not None:
@@ -495,11 +501,7 @@ class ConsistentEstimator:
         :meth:`_update_parameters` set) if it is unique and feasible, else ``None``."""
         if not self.interior_shortcut or self.regularization != "euclidean":
             return None
-        r, z = self._r.value, self._z.value
-        hessian = r.T @ r
-        gradient = r.T @ z
-        hessian[:N_PI, :N_PI] += np.diag(self._prior_root.value**2)
-        gradient[:N_PI] += self._prior_root.value * self._prior_target.value
+        hessian, gradient = self._normal_equations()
         free = slice(0, N_PI if self.known_offset is not None else N_UNKNOWNS)
         x = np.zeros(N_UNKNOWNS)
         if self.known_offset is not None:
