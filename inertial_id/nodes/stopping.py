@@ -8,7 +8,10 @@ of 21 stops after a played bag), and a callback publishing on a context already 
 printed ``[FATAL] Exception in ... callback``. Here the first SIGINT/SIGTERM only sets a flag;
 the spin loop looks at it between callbacks and the node then ends normally (exit 0), so a
 stop waits for the callback running (a solve: up to ``solve_timeout``). A second signal
-while stopping raises ``KeyboardInterrupt`` (the impatient user's way out).
+while stopping raises ``KeyboardInterrupt`` (the impatient user's way out). A process still
+running :data:`STOP_REPORT_AFTER` seconds after the request prints every thread's Python stack
+to stderr (``faulthandler``: it works while a thread holds the GIL), so a stop that hangs says
+where.
 
 This module imports nothing heavy, so the node executables install the handlers before
 importing rclpy, pinocchio and cvxpy (a stop during those imports is a clean stop too).
@@ -16,8 +19,12 @@ importing rclpy, pinocchio and cvxpy (a stop during those imports is a clean sto
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 from types import FrameType
+
+STOP_REPORT_AFTER = 10.0
+"""s after a stop request after which a process still running dumps its threads' stacks."""
 
 _requested: list[int] = []
 
@@ -26,6 +33,7 @@ def _handle(signum: int, _frame: FrameType | None) -> None:
     if _requested:
         raise KeyboardInterrupt
     _requested.append(signum)
+    faulthandler.dump_traceback_later(STOP_REPORT_AFTER)
 
 
 def install() -> None:
@@ -43,6 +51,7 @@ def requested() -> bool:
 def clear() -> None:
     """Forget a request (tests running several nodes' ``main`` in one process)."""
     _requested.clear()
+    faulthandler.cancel_dump_traceback_later()
 
 
 def main(node: str) -> int:
