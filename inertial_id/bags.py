@@ -38,10 +38,11 @@ class BagError(InertialIdError):
 
 @dataclass(frozen=True)
 class BagTopics:
-    """The topics replay reads: joint states, wrench, and the URDF if the bag has one."""
+    """The topics replay reads: joint states, wrench (None when only joint states are read),
+    and the URDF if the bag has one."""
 
     joint_states: str
-    wrench: str
+    wrench: str | None
     robot_description: str | None = None
 
 
@@ -69,8 +70,11 @@ class BagReader:
     """Opens a bag and iterates over the pipeline's messages; use as a context manager."""
 
     def __init__(self, path: str | Path, joint_states_topic: str | None = None,
-                 wrench_topic: str | None = None) -> None:
+                 wrench_topic: str | None = None, joint_states_only: bool = False) -> None:
+        """``joint_states_only``: read the joint states (with efforts) and no wrench, for
+        arms without a wrist F/T sensor."""
         self.path = Path(path)
+        self.joint_states_only = joint_states_only
         if not self.path.exists():
             raise BagError(f"{self.path}: no such bag")
         try:
@@ -92,11 +96,13 @@ class BagReader:
                             and c.topic.endswith("robot_description")})
         self.topics = BagTopics(
             _pick(connections, JOINT_STATE, joint, "joint state", self.path),
-            _pick(connections, WRENCH, wrench, "wrench", self.path),
+            None if self.joint_states_only
+            else _pick(connections, WRENCH, wrench, "wrench", self.path),
             described[0] if described else None,
         )
         if self.message_count == 0:
-            raise BagError(f"{self.path}: the bag has no joint state or wrench messages")
+            what = "joint state" if self.joint_states_only else "joint state or wrench"
+            raise BagError(f"{self.path}: the bag has no {what} messages")
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -152,7 +158,8 @@ class BagReader:
         if msgtype == JOINT_STATE:
             return JointStateSample(_seconds(msg.header.stamp), tuple(msg.name),
                                     np.asarray(msg.position, dtype=float),
-                                    np.asarray(msg.velocity, dtype=float))
+                                    np.asarray(msg.velocity, dtype=float),
+                                    np.asarray(msg.effort, dtype=float))
         f, t = msg.wrench.force, msg.wrench.torque
         return WrenchSample(_seconds(msg.header.stamp), msg.header.frame_id,
                             np.array([f.x, f.y, f.z, t.x, t.y, t.z]))
@@ -167,12 +174,14 @@ def _header(stamp: float, frame_id: str = "") -> Any:
 
 
 def joint_state_message(stamp: float, names: list[str], position: NDArray[np.float64],
-                        velocity: NDArray[np.float64]) -> Any:
-    """A rosbags ``sensor_msgs/JointState``."""
+                        velocity: NDArray[np.float64],
+                        effort: NDArray[np.float64] | None = None) -> Any:
+    """A rosbags ``sensor_msgs/JointState`` (no efforts unless given)."""
     return TYPESTORE.types[JOINT_STATE](
         header=_header(stamp), name=list(names),
         position=np.ascontiguousarray(position, dtype=float),
-        velocity=np.ascontiguousarray(velocity, dtype=float), effort=np.zeros(0),
+        velocity=np.ascontiguousarray(velocity, dtype=float),
+        effort=np.ascontiguousarray(np.zeros(0) if effort is None else effort, dtype=float),
     )
 
 

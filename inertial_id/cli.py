@@ -15,6 +15,12 @@ from inertial_id.links_tool import (
     run_excite,
     run_identify_links,
 )
+from inertial_id.torque_tool import (
+    add_check_links_parser,
+    add_identify_payload_parser,
+    run_check_links,
+    run_identify_payload,
+)
 
 DESCRIPTION = """\
 Identify the inertial parameters (mass, centre of mass, inertia) of a payload carried
@@ -155,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_simulate(sub)
     _add_play(sub)
     add_identify_links_parser(sub)
+    add_check_links_parser(sub)
+    add_identify_payload_parser(sub)
     add_excite_parser(sub)
     return parser
 
@@ -254,7 +262,8 @@ def _play(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"demo": _demo, "replay": _replay, "simulate": _simulate, "play": _play,
-            "identify-links": run_identify_links, "excite": run_excite}
+            "identify-links": run_identify_links, "excite": run_excite,
+            "check-links": run_check_links, "identify-payload": run_identify_payload}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

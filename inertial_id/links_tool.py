@@ -34,8 +34,10 @@ IDENTIFY_HELP = """\
 Identify the inertial parameters of a robot's links from joint positions and efforts (joint
 torques or motor currents), with friction, offsets and optionally drive gains.
 
-Input: CSV files with a `t` column (s) and one column per joint, named like the TIAGo export
-(`- arm_1_joint_position`, `- arm_1_joint_effort`; a plain `arm_1_joint_position` works too).
+Input: a bag (--bag) with sensor_msgs/JointState carrying efforts (a torque-sensing arm's
+joint_states, or the simulator's), or CSV files with a `t` column (s) and one column per joint,
+named like the TIAGo export (`- arm_1_joint_position`, `- arm_1_joint_effort`; a plain
+`arm_1_joint_position` works too).
 Joints missing from the CSV are locked (at 0 unless --locked gives a position). Velocities and
 accelerations come from Savitzky-Golay differentiation of the positions (zero phase); a
 driver's velocity (--velocity) is used only when given, and a filtered one lags.
@@ -105,6 +107,38 @@ def read_joint_csv(path: str | Path) -> JointTable:
         raise SampleError(f"{path}: stamps are not strictly increasing")
     return JointTable(table[:, 0].copy(), [joint_name(h) for h in header[1:]],
                       np.ascontiguousarray(table[:, 1:]))
+
+
+def read_joint_bag(path: str | Path, topic: str | None = None
+                   ) -> tuple[JointTable, JointTable]:
+    """Positions and efforts of the joint states in a bag (``topic``, or its only
+    sensor_msgs/JointState topic), as two tables on the header stamps.
+
+    The joints are those of the first message with one effort per joint; messages with other
+    names (e.g. a gripper's own joint states) are skipped, as are stamps that do not increase
+    (:class:`SampleError` when fewer than 2 messages remain)."""
+    from inertial_id.bags import BagReader
+
+    stamps: list[float] = []
+    positions: list[NDArray[np.float64]] = []
+    efforts: list[NDArray[np.float64]] = []
+    names: tuple[str, ...] | None = None
+    with BagReader(path, joint_states_topic=topic, joint_states_only=True) as reader:
+        for sample in reader.messages():
+            if names is None and len(sample.effort) == len(sample.names) > 0:
+                names = tuple(sample.names)
+            if (names is None or tuple(sample.names) != names
+                    or len(sample.effort) != len(names) or len(sample.position) != len(names)
+                    or (stamps and sample.stamp <= stamps[-1])):
+                continue
+            stamps.append(sample.stamp)
+            positions.append(np.asarray(sample.position, dtype=float))
+            efforts.append(np.asarray(sample.effort, dtype=float))
+    if names is None or len(stamps) < 2:
+        raise SampleError(f"{path}: no joint states with one effort per joint")
+    t = np.asarray(stamps)
+    return (JointTable(t, list(names), np.array(positions)),
+            JointTable(t, list(names), np.array(efforts)))
 
 
 def _aligned(table: JointTable, reference: JointTable, what: str) -> NDArray[np.float64]:
@@ -228,9 +262,14 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
         "identify-links", help="identify link inertias, friction and gains from joint efforts",
         description=IDENTIFY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--urdf", required=True, help="the robot's URDF (CAD prior and kinematics)")
-    p.add_argument("--position", required=True, type=Path, metavar="CSV",
+    p.add_argument("--bag", type=Path, metavar="BAG",
+                   help="read positions and efforts from this bag's joint states instead of "
+                   "CSV files")
+    p.add_argument("--joint-states-topic", metavar="TOPIC",
+                   help="with --bag: the JointState topic (default: the bag's only one)")
+    p.add_argument("--position", type=Path, metavar="CSV",
                    help="joint positions: t, then one column per joint (rad, m)")
-    p.add_argument("--effort", required=True, type=Path, metavar="CSV",
+    p.add_argument("--effort", type=Path, metavar="CSV",
                    help="joint efforts on the same rows (N m, N, or motor units with "
                    "--fit-gains)")
     p.add_argument("--velocity", type=Path, metavar="CSV",
@@ -288,6 +327,17 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
     return p
 
 
+def joint_tables(args: argparse.Namespace) -> tuple[JointTable, JointTable]:
+    """Positions and efforts from ``--bag`` or from ``--position`` and ``--effort``."""
+    if args.bag is not None:
+        if args.position or args.effort:
+            raise SampleError("give either --bag or --position and --effort, not both")
+        return read_joint_bag(args.bag, args.joint_states_topic)
+    if not (args.position and args.effort):
+        raise SampleError("give --bag, or --position and --effort")
+    return read_joint_csv(args.position), read_joint_csv(args.effort)
+
+
 def _locks(model_joints: Sequence[str], csv_joints: Sequence[str],
            locked: Sequence[tuple[str, float]]) -> tuple[list[str], dict[str, float]]:
     lock = dict(locked)
@@ -338,8 +388,7 @@ def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
 def run_identify_links(args: argparse.Namespace) -> int:
     """Run ``identify-links``; 0 on success (errors raise :class:`InertialIdError`)."""
     begin = time.perf_counter()
-    position = read_joint_csv(args.position)
-    effort = read_joint_csv(args.effort)
+    position, effort = joint_tables(args)
     velocity = read_joint_csv(args.velocity) if args.velocity else None
     from inertial_id.core.kinematics import load_urdf_model, urdf_text
 
@@ -361,7 +410,10 @@ def run_identify_links(args: argparse.Namespace) -> int:
                           dict(args.known_gain), args.refine_gains, args.max_relative_std,
                           args.consistency, args.com_margin, args.coloured_residuals)
     problem, cad, estimate = identify_links(model, data.rows(start, stop), options, base)
-    doc = {"method": args.method, "urdf": str(args.urdf), "joints": model.joint_names,
+    urdf_path = Path(args.urdf)
+    doc = {"method": args.method,
+           "urdf": str(urdf_path.resolve()) if urdf_path.is_file() else str(args.urdf),
+           "joints": model.joint_names,
            "locked": {k: float(v) for k, v in model.locked.items()},
            "train_rows": [int(start), int(stop)], "samples": problem.samples,
            "friction_model": {"coulomb": friction.coulomb, "viscous": friction.viscous,

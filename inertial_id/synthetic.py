@@ -83,6 +83,7 @@ def _messages(sim: PayloadSimulation, urdf_text: str,
     joint_times = np.arange(0.0, options.duration, 1.0 / options.joint_state_rate)
     wrench_times = np.arange(0.0, options.duration, 1.0 / options.wrench_rate)
     positions, velocities = sim.joint_states(joint_times)
+    efforts = sim.joint_efforts(joint_times)
     wrenches = sim.wrench(wrench_times)
     names = sim.kinematics.joint_names
     j = 0
@@ -90,7 +91,8 @@ def _messages(sim: PayloadSimulation, urdf_text: str,
         while j < joint_times.size and joint_times[j] <= t:
             stamp = START_TIME + joint_times[j]
             yield ("/joint_states", JOINT_STATE, stamp + 1e-4,
-                   joint_state_message(stamp, names, positions[j], velocities[j]))
+                   joint_state_message(stamp, names, positions[j], velocities[j],
+                                       efforts[j]))
             j += 1
         stamp = START_TIME + t
         yield "/wrench", WRENCH, stamp + 1e-4, wrench_message(stamp, options.sensor_frame,

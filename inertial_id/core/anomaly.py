@@ -1,9 +1,10 @@
 """Contact detection with Hotelling's T^2 statistic of the residual wrench (Traversaro 2013).
 
-The residual ``e = w - w_hat`` (measured minus predicted F/T wrench, sensor frame) of a
-contact-free sample is zero-mean noise with covariance ``S``. With ``S`` estimated from ``n``
-contact-free samples of ``p = 6`` components, ``T^2 = (e - mu)^T S^-1 (e - mu)`` of a new
-sample exceeds
+The residual ``e = w - w_hat`` (measured minus predicted F/T wrench, sensor frame; or the
+joint torques minus their prediction on an arm without an F/T sensor) of a contact-free sample
+is zero-mean noise with covariance ``S``. With ``S`` estimated from ``n`` contact-free samples
+of ``p`` components (6 for a wrench, one per joint for torques),
+``T^2 = (e - mu)^T S^-1 (e - mu)`` of a new sample exceeds
 
     T^2_alpha = p (n - 1)(n + 1) / (n (n - p)) F_alpha(p, n - p)
 
@@ -94,7 +95,8 @@ class T2Monitor:
 
     The first ``training_samples`` residuals train ``mu`` and ``S`` (robustly); until then
     :meth:`update` flags nothing and :attr:`ready` is False. Afterwards samples classified as
-    contact-free keep refining ``S`` unless ``adapt`` is False.
+    contact-free keep refining ``S`` unless ``adapt`` is False. ``components``: 6 for a
+    wrench residual, the number of joints for a joint-torque residual.
     """
 
     confidence: float = 0.999
@@ -103,6 +105,7 @@ class T2Monitor:
     off_samples: int = 10
     release: float = 0.7
     adapt: bool = False
+    components: int = 6
     mean: NDArray[np.float64] | None = None
     covariance: NDArray[np.float64] | None = None
     intervals: list[ContactInterval] = field(default_factory=list)
@@ -189,7 +192,7 @@ class T2Monitor:
         self._above = self._below = 0
 
     def t2(self, residuals: ArrayLike) -> NDArray[np.float64]:
-        """``T^2`` of residuals (N, 6) under the learned covariance."""
+        """``T^2`` of residuals (N, p) under the learned covariance."""
         if self._inverse is None or self.mean is None:
             raise InertialIdError("the T^2 monitor is not trained yet")
         e = np.atleast_2d(np.asarray(residuals, dtype=float))
@@ -199,11 +202,12 @@ class T2Monitor:
         return np.einsum("ij,ij->i", d @ self._inverse, d)
 
     def update(self, times: ArrayLike, residuals: ArrayLike) -> T2Result:
-        """Process N residuals (N, 6) with stamps (N,); returns T^2 and contact flags."""
+        """Process N residuals (N, p) with stamps (N,); returns T^2 and contact flags."""
         t = np.asarray(times, dtype=float)
         e = np.atleast_2d(np.asarray(residuals, dtype=float))
-        if e.shape != (t.size, 6) or not (np.all(np.isfinite(e)) and np.all(np.isfinite(t))):
-            raise SampleError(f"residuals must be ({t.size}, 6) and finite, stamps finite")
+        p = self.components
+        if e.shape != (t.size, p) or not (np.all(np.isfinite(e)) and np.all(np.isfinite(t))):
+            raise SampleError(f"residuals must be ({t.size}, {p}) and finite, stamps finite")
         if not self.ready:
             self._train(e)
             return T2Result(np.zeros(t.size), np.zeros(t.size, dtype=bool), self._threshold)

@@ -115,6 +115,19 @@ class SensorKinematics:
         pin.framesForwardKinematics(self.model, self.data, self.configuration(positions))
         return self.data.oMf[self.frame_id].copy()
 
+    def jacobians(self, positions: ArrayLike) -> NDArray[np.float64]:
+        """The sensor frame's Jacobians (N, 6, nv) for (N, nv) positions: ``[v; w] = J qd``
+        in the sensor frame's axes (pinocchio ``LOCAL``). ``J^T w`` are the joint torques that
+        balance a wrench ``w = [f; tau]`` the arm applies at the frame's origin."""
+        q = np.atleast_2d(np.asarray(positions, dtype=float))
+        if q.shape[1] != self.nv:
+            raise SampleError(f"expected (N, {self.nv}) joint positions, got {q.shape}")
+        out = np.empty((q.shape[0], 6, self.nv))
+        for k, configuration in enumerate(self.configuration(q)):
+            out[k] = pin.computeFrameJacobian(self.model, self.data, configuration,
+                                              self.frame_id, pin.LOCAL)
+        return out
+
     def compute(
         self, positions: ArrayLike, velocities: ArrayLike, accelerations: ArrayLike
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

@@ -2,10 +2,12 @@
 
 :class:`FourierTrajectory` is an exciting joint trajectory (finite Fourier series, analytic
 derivatives) kept inside position and velocity limits. :class:`PayloadSimulation` produces
-what a robot driver would publish: joint positions and velocities with encoder noise, and the
+what a robot driver would publish: joint positions and velocities with encoder noise, the
 wrench the F/T sensor reports, ``s Y(v, a_g) pi - s w_ext + offset + noise`` (``s = -1`` for
 the payload-on-sensor convention, ``w_ext`` an external contact wrench applied to the payload,
-sensor frame).
+sensor frame), and the joint torques a torque-sensing arm reports: the rigid-body torques of
+the URDF's links (RNEA) plus ``J^T (Y pi - w_ext)`` of the payload at the sensor frame, plus
+friction ``fc tanh(qd / 0.03) + fv qd`` and noise.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 import numpy as np
+import pinocchio as pin
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.kinematics import SensorKinematics
@@ -21,6 +24,8 @@ from inertial_id.core.parameters import BodyParameters, skew
 from inertial_id.core.regressor import PAYLOAD_ON_SENSOR, regressor
 
 BUNDLED_URDF = "arm6_ft.urdf"
+FRICTION_VELOCITY_SCALE = 0.03
+"""rad/s: the simulated Coulomb friction is ``fc tanh(qd / FRICTION_VELOCITY_SCALE)``."""
 BUNDLED_SENSOR_FRAME = "ft_sensor"
 # A pose of the bundled arm with the wrist well clear of the base.
 BUNDLED_HOME = (0.0, -1.2, 1.5, -1.2, -1.4, 0.0)
@@ -116,8 +121,10 @@ class PayloadSimulation:
     (a grasp or release; a release is a body of negligible mass).
 
     Noise: ``force_noise_std`` (N), ``torque_noise_std`` (N m), ``joint_noise_std`` (rad) on
-    positions and ``velocity_noise_std`` (rad/s) on measured velocities; ``offset`` is the F/T
-    bias ``[fx, fy, fz, tx, ty, tz]``.
+    positions, ``velocity_noise_std`` (rad/s) on measured velocities and
+    ``effort_noise_std`` (N m) on joint torques; ``offset`` is the F/T bias
+    ``[fx, fy, fz, tx, ty, tz]``. Joint friction: ``coulomb_friction`` (N m, smoothed over
+    :data:`FRICTION_VELOCITY_SCALE`) and ``viscous_friction`` (N m s/rad), the same per joint.
     """
 
     kinematics: SensorKinematics
@@ -129,6 +136,9 @@ class PayloadSimulation:
     torque_noise_std: float = 0.004
     joint_noise_std: float = 1e-5
     velocity_noise_std: float = 1e-3
+    effort_noise_std: float = 0.05
+    coulomb_friction: float = 0.3
+    viscous_friction: float = 0.1
     contacts: tuple[Contact, ...] = ()
     payload_changes: tuple[tuple[float, BodyParameters], ...] = ()
     seed: int = 0
@@ -136,6 +146,7 @@ class PayloadSimulation:
     def __post_init__(self) -> None:
         self.offset = np.asarray(self.offset, dtype=float)
         self._rng = np.random.default_rng(self.seed)
+        self._effort_rng = np.random.default_rng([self.seed, 2])  # its own stream
         self.payload_changes = tuple(sorted(self.payload_changes, key=lambda c: c[0]))
 
     def payload_at(self, t: float) -> BodyParameters:
@@ -182,3 +193,24 @@ class PayloadSimulation:
         q = q + self._rng.normal(size=q.shape) * self.joint_noise_std
         qd = qd + self._rng.normal(size=qd.shape) * self.velocity_noise_std
         return q, qd
+
+    def joint_efforts(self, times: ArrayLike, noise: bool = True) -> NDArray[np.float64]:
+        """Joint torques at ``times`` (N, nv), N m: links (RNEA with the URDF's inertials and
+        the kinematics' gravity) + payload and contact at the sensor frame + friction."""
+        q, qd, qdd = self.trajectory(times)
+        k = self.kinematics
+        model = k.model.copy()
+        model.gravity.linear = k.gravity
+        data = model.createData()
+        links = np.array([pin.rnea(model, data, c, v, a) for c, v, a in
+                          zip(k.configuration(q), qd, qdd, strict=True)])
+        twist, proper = k.compute(q, qd, qdd)
+        wrench = (np.einsum("nij,nj->ni", regressor(twist, proper), self.payload_pi(times))
+                  - self.contact_wrench(times))
+        payload = np.einsum("nki,nk->ni", k.jacobians(q), wrench)
+        friction = (self.coulomb_friction * np.tanh(qd / FRICTION_VELOCITY_SCALE)
+                    + self.viscous_friction * qd)
+        clean = links + payload + friction
+        if not noise:
+            return clean
+        return clean + self._effort_rng.normal(size=clean.shape) * self.effort_noise_std

@@ -2,7 +2,8 @@
 
 Moves the bundled 6-DoF arm (or any URDF) along an exciting Fourier trajectory with a known
 payload behind the wrist F/T sensor and publishes, with header stamps from the node clock:
-``joint_states`` (sensor_msgs/JointState, positions and velocities with encoder noise),
+``joint_states`` (sensor_msgs/JointState, positions and velocities with encoder noise, joint
+torques in ``effort``: links, payload, contacts, friction and noise),
 ``wrench`` (geometry_msgs/WrenchStamped in the sensor frame, payload-on-sensor convention,
 with noise, a constant bias and optional contacts) and the ground truth on
 ``~/ground_truth`` (inertial_id/InertialParameters, ``wrench_offset`` = the true bias).
@@ -107,9 +108,10 @@ class Simulator(Node):
         # Serialised here (CdrEncoder) and published as bytes: no message objects at 1.5 kHz.
         if joint_times.size:
             positions, velocities = self.sim.joint_states(joint_times)
-            for t, q, v in zip(joint_times, positions, velocities, strict=True):
+            efforts = self.sim.joint_efforts(joint_times)
+            for t, q, v, e in zip(joint_times, positions, velocities, efforts, strict=True):
                 self.joint_pub.publish(
-                    self.encoder.joint_state(self.start + t, self.joint_names, q, v))
+                    self.encoder.joint_state(self.start + t, self.joint_names, q, v, e))
         if wrench_times.size:
             for t, w in zip(wrench_times, self.sim.wrench(wrench_times), strict=True):
                 self.wrench_pub.publish(self.encoder.wrench(self.start + t, self.frame, w))

@@ -1,0 +1,191 @@
+"""The payload from joint torques, for arms that measure joint torques (or motor currents) but
+carry no wrist F/T sensor.
+
+Model, per sample and joint ``j`` (model joint order):
+
+    e_j = s_j (tau_links,j(q, qd, qdd) + [J_f(q)^T Y(v_f, a_f) pi]_j) + F_j(qd) phi_j + noise
+
+- ``tau_links`` and the friction ``F phi`` are the arm's own torques, from a **known** link
+  model (:class:`LinkTorqueModel`: the URDF's inertials, or those ``inertial-id
+  identify-links`` wrote, with its friction, offsets and effort scales ``s``);
+- ``pi`` are the payload's 10 parameters in the package order, about the origin of the
+  **payload frame** ``f`` (a URDF frame rigidly attached to the last link: the flange, a tool
+  frame) in its axes, the same convention as the F/T path; ``Y(v_f, a_f)`` is the Newton-Euler
+  regressor at that frame (its twist and proper acceleration) and ``J_f`` its Jacobian in its
+  own axes, so ``J_f^T Y pi`` is the torque needed to move the payload. Adding ``pi`` to the
+  last body's parameters (moved to its joint frame) gives the same torques; the test checks
+  this against pinocchio's RNEA;
+- the rows ``s_j [J_f^T Y]_j`` are weighted by ``1 / sigma_j^2`` (the link model's per-joint
+  residual std) and accumulated in the payload's :class:`SufficientStatistics` with the F/T
+  offset columns fixed at zero; the estimate is the payload estimator's
+  (:class:`ConsistentEstimator`, ``J(pi) >= epsilon``), its covariance the block-robust one
+  (``score_block`` consecutive samples per block), so the std stays honest with coloured
+  torque residuals.
+
+A loaded recording alone trusts the link model's friction and offsets; with an unloaded
+recording of the same arm, :meth:`LinkTorqueModel.refit_drive_terms` first re-fits them (the
+rigid-body part kept), which removes their drift between the model's identification and now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from inertial_id.core.errors import ModelError, SampleError
+from inertial_id.core.estimators import N_UNKNOWNS, ConsistentEstimator, Estimate
+from inertial_id.core.kinematics import SensorKinematics
+from inertial_id.core.links import N_PI, FrictionModel, LinkModel
+from inertial_id.core.regressor import regressor
+from inertial_id.core.statistics import SufficientStatistics
+
+N_OFFSET = N_UNKNOWNS - N_PI
+
+
+@dataclass(frozen=True)
+class LinkTorqueModel:
+    """A known model of an arm's own efforts: ``e = s (Y pi_links) + F(qd) phi``.
+
+    ``standard`` (n, 10): each body's ``pi`` about its joint frame (:mod:`.links` convention);
+    ``friction``/``coefficients``: the friction model and its coefficients (effort units);
+    ``effort_scale`` ``s`` (effort per N m); ``joint_sigma`` (effort units): the residual std
+    per joint, the weights' scale.
+    """
+
+    model: LinkModel
+    standard: NDArray[np.float64]
+    friction: FrictionModel
+    coefficients: NDArray[np.float64]
+    effort_scale: NDArray[np.float64]
+    joint_sigma: NDArray[np.float64]
+
+    @classmethod
+    def from_urdf(cls, urdf: str, joints: list[str] | None = None,
+                  locked: Mapping[str, float] | None = None,
+                  joint_sigma: ArrayLike | None = None) -> LinkTorqueModel:
+        """The URDF's inertials, no friction, efforts in N m (``s = 1``)."""
+        model = LinkModel(urdf, joints=joints, locked=locked)
+        none = FrictionModel(coulomb="none", viscous=False, offset=False)
+        sigma = np.ones(model.n) if joint_sigma is None else np.asarray(joint_sigma, float)
+        return cls(model, model.cad.copy(), none, np.zeros(0), np.ones(model.n), sigma)
+
+    @classmethod
+    def from_document(cls, doc: Mapping[str, Any], urdf: str | None = None) -> LinkTorqueModel:
+        """From the YAML document ``inertial-id identify-links`` writes (its ``urdf`` unless
+        ``urdf`` is given; the method must have given standard parameters: sdp, qp)."""
+        if "links" not in doc:
+            raise ModelError("the link model has no 'links' (identify it with sdp or qp)")
+        model = LinkModel(urdf or str(doc["urdf"]), joints=list(doc["joints"]),
+                          locked=dict(doc.get("locked", {})))
+        if list(doc["joints"]) != model.joint_names:
+            raise ModelError(f"the link model's joints {doc['joints']} are not the URDF's "
+                             f"chain {model.joint_names}")
+        by_joint = {entry["joint"]: entry["pi_joint_frame"] for entry in doc["links"].values()}
+        standard = np.array([by_joint[name] for name in model.joint_names], dtype=float)
+        f = doc["friction_model"]
+        friction = FrictionModel(f["coulomb"], f["viscous"], f["offset"],
+                                 f["velocity_threshold"], f["armature"], f["smooth"])
+        coefficients = np.array([doc["friction"][joint][term]
+                                 for joint in model.joint_names for term in friction.terms],
+                                dtype=float)
+        scale = np.array([doc["effort_scale"][n] for n in model.joint_names], dtype=float)
+        sigma = np.array([doc["joint_sigma"][n] for n in model.joint_names], dtype=float)
+        return cls(model, standard, friction, coefficients, scale, sigma)
+
+    def efforts(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> NDArray[np.float64]:
+        """Predicted efforts (N, nv) of the arm alone."""
+        rigid = np.einsum("njp,p->nj", self.model.regressor(q, qd, qdd), self.standard.ravel())
+        return self.effort_scale * rigid + self.friction_efforts(qd, qdd)
+
+    def friction_efforts(self, qd: ArrayLike, qdd: ArrayLike) -> NDArray[np.float64]:
+        """The friction and offset part of the efforts (N, nv)."""
+        if self.coefficients.size == 0:
+            return np.zeros_like(np.atleast_2d(np.asarray(qd, dtype=float)))
+        return np.einsum("njf,f->nj", self.friction.regressor(qd, qdd), self.coefficients)
+
+    def refit_drive_terms(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
+                          effort: ArrayLike, friction: FrictionModel | None = None
+                          ) -> LinkTorqueModel:
+        """The same rigid bodies, friction/offsets (``friction``, default the model's own
+        or viscous + smooth Coulomb + offset when it has none) re-fitted per joint by least
+        squares on an unloaded recording, and ``joint_sigma`` from its residual."""
+        friction = friction or (self.friction if self.coefficients.size else FrictionModel(
+            coulomb="symmetric", smooth=True, velocity_threshold=0.03))
+        q, qd, qdd, effort = self.model.batch(q, qd, qdd, effort)
+        rigid = self.effort_scale * np.einsum("njp,p->nj", self.model.regressor(q, qd, qdd),
+                                              self.standard.ravel())
+        columns = friction.regressor(qd, qdd)
+        per_joint = len(friction.terms)
+        coefficients = np.zeros(self.model.n * per_joint)
+        sigma = np.zeros(self.model.n)
+        for j in range(self.model.n):
+            cols = slice(j * per_joint, (j + 1) * per_joint)
+            a = columns[:, j, cols]
+            target = effort[:, j] - rigid[:, j]
+            coefficients[cols] = np.linalg.lstsq(a, target, rcond=None)[0]
+            residual = target - a @ coefficients[cols]
+            sigma[j] = np.sqrt(np.mean(residual ** 2))
+        return replace(self, friction=friction, coefficients=coefficients,
+                       joint_sigma=np.maximum(sigma, 1e-12))
+
+
+class TorquePayloadIdentifier:
+    """Accumulates joint samples of the loaded arm and estimates the payload (see the module
+    docstring). ``frame``: the payload frame (a URDF frame after the last moving joint);
+    ``epsilon``, ``prior``, ``prior_weight``: the payload estimator's options;
+    ``score_block``: samples per block of the block-robust covariance."""
+
+    def __init__(self, links: LinkTorqueModel, frame: str, epsilon: float = 1e-8,
+                 prior: ArrayLike | None = None, prior_weight: float = 1e-9,
+                 score_block: int = 250) -> None:
+        self.links = links
+        self.kinematics = SensorKinematics(links.model.urdf, frame,
+                                           locked_joints=links.model.locked)
+        if self.kinematics.joint_names != links.model.joint_names:
+            raise ModelError(f"the payload frame's chain {self.kinematics.joint_names} is not "
+                             f"the link model's {links.model.joint_names}")
+        self.frame = frame
+        self.score_block = int(score_block)
+        self.estimator = ConsistentEstimator(epsilon=epsilon, prior=prior,
+                                             prior_weight=prior_weight,
+                                             known_offset=np.zeros(N_OFFSET))
+        self.statistics = SufficientStatistics(N_UNKNOWNS, score_block=self.score_block)
+
+    def rows(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> NDArray[np.float64]:
+        """``s_j [J_f^T Y(v_f, a_f)]_j``: (N, nv, 10), effort units per unit of ``pi``."""
+        twist, proper = self.kinematics.compute(q, qd, qdd)
+        torque = np.einsum("nki,nkp->nip", self.kinematics.jacobians(q),
+                           regressor(np.atleast_2d(twist), np.atleast_2d(proper)))
+        return self.links.effort_scale[None, :, None] * torque
+
+    def add(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike) -> None:
+        """Accumulate (N, nv) samples in time order (model joint order)."""
+        q, qd, qdd, effort = self.links.model.batch(q, qd, qdd, effort)
+        if not all(np.all(np.isfinite(a)) for a in (q, qd, qdd, effort)):
+            raise SampleError("joint data contain NaN or inf")
+        rows = self.rows(q, qd, qdd)
+        target = effort - self.links.efforts(q, qd, qdd)
+        nv = self.links.model.n
+        weights = np.tile(self.links.joint_sigma ** -2.0, q.shape[0])
+        padded = np.concatenate((rows, np.zeros(rows.shape[:2] + (N_OFFSET,))), axis=-1)
+        step = self.score_block if self.score_block > 0 else q.shape[0]
+        for start in range(0, q.shape[0], step):
+            chunk = slice(start, start + step)
+            count = padded[chunk].shape[0]
+            self.statistics.add(padded[chunk].reshape(-1, N_UNKNOWNS),
+                                target[chunk].reshape(-1), weights[:count * nv], count)
+
+    def solve(self) -> Estimate:
+        """The consistent payload estimate (offset fixed at zero) with its covariance."""
+        return self.estimator.solve(self.statistics)
+
+    def residual(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike,
+                 pi: ArrayLike) -> NDArray[np.float64]:
+        """Measured minus predicted efforts (N, nv) with the payload ``pi``."""
+        q, qd, qdd, effort = self.links.model.batch(q, qd, qdd, effort)
+        payload = np.einsum("njp,p->nj", self.rows(q, qd, qdd), np.asarray(pi, dtype=float))
+        return effort - self.links.efforts(q, qd, qdd) - payload

@@ -1,0 +1,194 @@
+"""``inertial-id check-links`` and ``inertial-id identify-payload``: a link model checked on a
+recording it never saw, and the payload from joint torques (arms without a wrist F/T sensor).
+The maths is in :mod:`inertial_id.core.torque_payload`, :mod:`inertial_id.core.links` and
+:mod:`inertial_id.core.anomaly`; this module reads bags, runs them and writes results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from numpy.typing import NDArray
+
+from inertial_id.calibration import estimate_document
+from inertial_id.core.anomaly import T2Monitor
+from inertial_id.core.errors import ModelError, SampleError
+from inertial_id.core.torque_payload import LinkTorqueModel, TorquePayloadIdentifier
+from inertial_id.links_tool import JointData, joint_data, read_joint_bag
+
+CHECK_HELP = """\
+Check a link model (the YAML `inertial-id identify-links --output` writes) on a recording it
+was not identified on: per joint the RMS of measured minus predicted effort and the relative
+error 100 |e - e_hat| / |e| (%), and the contacts found in the residual (Hotelling T^2 per
+sample, the contact-free covariance learned robustly from the whole recording, so a recording
+that starts with a push is fine). --compare-urdf adds the same for the URDF's own inertials
+(rigid body only: a URDF has no friction). Positions are smoothed and differentiated with a
+Savitzky-Golay filter as in identify-links."""
+
+PAYLOAD_HELP = """\
+Identify a payload from joint torques, for arms without a wrist F/T sensor: its 10 inertial
+parameters about the origin of --frame (a URDF frame on the last link: the flange or a tool
+frame), physically consistent (pseudo-inertia LMI), with a std from the block-robust
+covariance. The arm's own torques come from a link model (--links, from identify-links, with
+its friction and offsets) or from the URDF's inertials (--urdf alone: no friction, so give an
+--unloaded recording). With --unloaded BAG (the same arm without the payload) the friction
+and offsets are first re-fitted on it, the rigid bodies kept. Writes the replay's YAML layout
+(estimate: mass, com, inertia_com, pi, std, com_std, inertia_com_std, ...)."""
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--joint-states-topic", metavar="TOPIC",
+                   help="the JointState topic (default: the bag's only one)")
+    p.add_argument("--window", type=int, default=31,
+                   help="Savitzky-Golay window, samples, odd (default 31)")
+    p.add_argument("--order", type=int, default=3, help="Savitzky-Golay order (default 3)")
+
+
+def add_check_links_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``check-links`` to the ``inertial-id`` subcommands."""
+    p = subparsers.add_parser(
+        "check-links", help="per-joint torque error of a link model on a new recording",
+        description=CHECK_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", type=Path, metavar="MODEL.yaml", help="identify-links' output")
+    p.add_argument("--bag", required=True, type=Path, help="JointState with efforts")
+    p.add_argument("--urdf", help="the URDF (default: the one the model names)")
+    p.add_argument("--compare-urdf", action="store_true",
+                   help="also score the URDF's own inertials")
+    p.add_argument("--json", type=Path, metavar="OUT.json", help="write the results here")
+    p.add_argument("--confidence", type=float, default=0.9999,
+                   help="T^2 confidence of the contact test (default 0.9999)")
+    _common(p)
+    return p
+
+
+def add_identify_payload_parser(subparsers: argparse._SubParsersAction
+                                ) -> argparse.ArgumentParser:
+    """Add ``identify-payload`` to the ``inertial-id`` subcommands."""
+    p = subparsers.add_parser(
+        "identify-payload", help="the payload from joint torques (no F/T sensor)",
+        description=PAYLOAD_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bag", required=True, type=Path, help="the arm with the payload")
+    p.add_argument("--unloaded", type=Path, metavar="BAG",
+                   help="the same arm without the payload: re-fit friction and offsets")
+    p.add_argument("--links", type=Path, metavar="MODEL.yaml",
+                   help="link model from identify-links (default: the URDF's inertials)")
+    p.add_argument("--urdf", help="the URDF (required without --links)")
+    p.add_argument("--frame", required=True,
+                   help="payload frame: a URDF frame on the last link (flange, tool)")
+    p.add_argument("--output", type=Path, metavar="OUT.yaml", help="write the estimate here")
+    _common(p)
+    return p
+
+
+def load_link_model(args: argparse.Namespace) -> LinkTorqueModel:
+    """The link model of ``--links`` (with ``--urdf`` overriding its path) or the URDF's."""
+    path = getattr(args, "links", None) or getattr(args, "model", None)
+    if path is None:
+        if not args.urdf:
+            raise ModelError("give --links MODEL.yaml or --urdf URDF")
+        return LinkTorqueModel.from_urdf(args.urdf)
+    try:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ModelError(f"{path}: cannot read the link model: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ModelError(f"{path}: not a link model document")
+    try:
+        return LinkTorqueModel.from_document(doc, args.urdf)
+    except KeyError as exc:
+        raise ModelError(f"{path}: the link model lacks {exc}") from exc
+
+
+def read_rows(links: LinkTorqueModel, bag: Path, args: argparse.Namespace) -> JointData:
+    """The bag's joint states in the model's joint order, smoothed and differentiated."""
+    position, effort = read_joint_bag(bag, args.joint_states_topic)
+    missing = [n for n in links.model.joint_names if n not in position.names]
+    if missing:
+        raise SampleError(f"{bag}: no joint states for {', '.join(missing)}")
+    return joint_data(links.model, position, effort, None, args.window, args.order)
+
+
+def _valid(data: JointData) -> tuple[NDArray[np.float64], ...]:
+    v = data.valid
+    return data.t[v], data.q[v], data.qd[v], data.qdd[v], data.effort[v]
+
+
+def joint_contacts(t: NDArray[np.float64], residual: NDArray[np.float64],
+                   confidence: float) -> list[list[float]]:
+    """Contact intervals ``[start, end]`` (s since the first row) in a joint-torque residual:
+    the T^2 monitor trained robustly on the whole residual (a minority of contact samples is
+    trimmed), then run over it; a contact still open at the end ends with the record."""
+    monitor = T2Monitor(confidence=confidence, training_samples=len(t),
+                        components=residual.shape[1], on_samples=5, off_samples=20)
+    monitor.update(t, residual)  # trains on everything
+    monitor.update(t, residual)
+    intervals = [(c.start, c.end) for c in monitor.intervals]
+    if monitor.contact_start is not None:
+        intervals.append((monitor.contact_start, t[-1]))
+    return [[round(float(a - t[0]), 4), round(float(b - t[0]), 4)] for a, b in intervals]
+
+
+def _scores(effort: NDArray[np.float64], predicted: NDArray[np.float64]
+            ) -> tuple[list[float], list[float]]:
+    residual = effort - predicted
+    rms = np.sqrt(np.mean(residual ** 2, axis=0))
+    norm = np.linalg.norm(effort, axis=0)
+    relative = 100.0 * np.linalg.norm(residual, axis=0) / np.where(norm > 0, norm, np.nan)
+    return rms.tolist(), relative.tolist()
+
+
+def run_check_links(args: argparse.Namespace) -> int:
+    """Run ``check-links``; 0 on success."""
+    links = load_link_model(args)
+    t, q, qd, qdd, effort = _valid(read_rows(links, args.bag, args))
+    predicted = links.efforts(q, qd, qdd)
+    rms, relative = _scores(effort, predicted)
+    doc: dict[str, Any] = {"joints": links.model.joint_names, "rms": rms,
+                           "relative_error_percent": relative,
+                           "contacts": joint_contacts(t, effort - predicted, args.confidence),
+                           "samples": int(t.size)}
+    if args.compare_urdf:
+        urdf = LinkTorqueModel.from_urdf(links.model.urdf, links.model.joint_names,
+                                         links.model.locked)
+        doc["urdf_rms"], doc["urdf_relative_error_percent"] = _scores(
+            effort, urdf.efforts(q, qd, qdd))
+    print(f"{'joint':<22}{'rms':>10}{'error %':>10}" + ("  urdf rms" if args.compare_urdf
+                                                       else ""))
+    for j, name in enumerate(doc["joints"]):
+        extra = f"{doc['urdf_rms'][j]:>10.4g}" if args.compare_urdf else ""
+        print(f"{name:<22}{rms[j]:>10.4g}{relative[j]:>10.2f}{extra}")
+    print(f"contacts: {doc['contacts'] or 'none'}")
+    if args.json:
+        args.json.write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def run_identify_payload(args: argparse.Namespace) -> int:
+    """Run ``identify-payload``; 0 on success."""
+    links = load_link_model(args)
+    if args.unloaded is not None:
+        _, q, qd, qdd, effort = _valid(read_rows(links, args.unloaded, args))
+        links = links.refit_drive_terms(q, qd, qdd, effort)
+    identifier = TorquePayloadIdentifier(links, args.frame)
+    t, q, qd, qdd, effort = _valid(read_rows(links, args.bag, args))
+    identifier.add(q, qd, qdd, effort)
+    estimate = identifier.solve()
+    doc = {"estimate": estimate_document(estimate, args.frame),
+           "samples_used": int(t.size),
+           "source": "joint_torques",
+           "joint_sigma": dict(zip(links.model.joint_names,
+                                   [float(s) for s in links.joint_sigma], strict=True))}
+    e = doc["estimate"]
+    print(f"payload at {args.frame}: mass {e['mass']:.4g} +- {e['std'][0]:.2g} kg, CoM "
+          f"[{', '.join(f'{c:.4g}' for c in e['com'])}] +- "
+          f"[{', '.join(f'{c:.2g}' for c in e['com_std'])}] m, "
+          f"consistent {e['physically_consistent']}")
+    if args.output:
+        args.output.write_text(yaml.safe_dump(doc, sort_keys=False))
+        print(f"wrote {args.output}")
+    return 0

@@ -1,0 +1,145 @@
+"""The payload from joint torques (inertial_id.core.torque_payload): the rows against pinocchio's
+RNEA with the payload merged into the last body, known payloads recovered from simulated
+efforts with an honest std, friction re-fitted from an unloaded recording."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inertial_id.core.links import FrictionModel, LinkModel, transform_parameters
+from inertial_id.core.parameters import BodyParameters
+from inertial_id.core.simulation import (
+    BUNDLED_HOME,
+    BUNDLED_SENSOR_FRAME,
+    FourierTrajectory,
+    bundled_urdf_path,
+)
+from inertial_id.core.torque_payload import LinkTorqueModel, TorquePayloadIdentifier
+
+URDF = bundled_urdf_path()
+FRICTION = FrictionModel(coulomb="symmetric", smooth=True, velocity_threshold=0.03)
+
+
+@pytest.fixture(scope="module")
+def links() -> LinkTorqueModel:
+    return LinkTorqueModel.from_urdf(URDF)
+
+
+def _payload(mass: float, com: list[float], box: list[float]) -> BodyParameters:
+    a, b, c = box
+    inertia = mass / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+    return BodyParameters.from_mass_com_inertia(mass, com, inertia)
+
+
+def _merged_efforts(links: LinkTorqueModel, payload: BodyParameters, q: np.ndarray,
+                    qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+    """RNEA torques with the payload added to the last body (moved to its joint frame)."""
+    model = links.model
+    identifier = TorquePayloadIdentifier(links, BUNDLED_SENSOR_FRAME)
+    frame = identifier.kinematics.model.frames[identifier.kinematics.frame_id]
+    assert frame.parentJoint == model.n  # the sensor sits on the last moving joint
+    standard = links.standard.copy()
+    standard[-1] += transform_parameters(payload.pi, frame.placement)
+    return model.inverse_dynamics(standard, q, qd, qdd)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 10_000))
+def test_the_payload_rows_are_the_torques_of_the_payload_merged_into_the_last_body(
+        seed: int) -> None:
+    links = LinkTorqueModel.from_urdf(URDF)
+    rng = np.random.default_rng(seed)
+    payload = _payload(rng.uniform(0.1, 3.0), list(rng.uniform(-0.05, 0.1, 3)),
+                       list(rng.uniform(0.02, 0.2, 3)))
+    q, qd, qdd = links.model.random_states(5, seed)
+    identifier = TorquePayloadIdentifier(links, BUNDLED_SENSOR_FRAME)
+    expected = (_merged_efforts(links, payload, q, qd, qdd)
+                - links.model.inverse_dynamics(links.standard, q, qd, qdd))
+    got = np.einsum("njp,p->nj", identifier.rows(q, qd, qdd), payload.pi)
+    np.testing.assert_allclose(got, expected, atol=1e-9 * (1 + np.abs(expected).max()))
+
+
+def _recording(links: LinkTorqueModel, payload: BodyParameters | None, seconds: float,
+               seed: int, noise: float = 0.05, friction: np.ndarray | None = None
+               ) -> tuple[np.ndarray, ...]:
+    """(q, qd, qdd, effort) at 200 Hz along an exciting trajectory of the bundled arm."""
+    t = np.arange(0.0, seconds, 0.005)
+    trajectory = FourierTrajectory.random(BUNDLED_HOME, amplitude=0.8, period=10.0,
+                                          max_velocity=1.2, seed=seed)
+    q, qd, qdd = trajectory(t)
+    effort = (links.model.inverse_dynamics(links.standard, q, qd, qdd) if payload is None
+              else _merged_efforts(links, payload, q, qd, qdd))
+    if friction is not None:
+        effort = effort + np.einsum("njf,f->nj", FRICTION.regressor(qd), friction)
+    # Coloured measurement noise (a first-order low-pass of white noise), as filtered torques.
+    rng = np.random.default_rng(seed + 1)
+    white = rng.normal(size=effort.shape) * noise
+    coloured = np.zeros_like(white)
+    for k in range(1, len(t)):
+        coloured[k] = 0.8 * coloured[k - 1] + 0.6 * white[k]
+    return q, qd, qdd, effort + coloured
+
+
+@pytest.mark.parametrize("seed,mass", [(1, 0.8), (2, 1.5), (3, 3.0)])
+def test_a_known_payload_is_recovered_from_joint_torques(links: LinkTorqueModel, seed: int,
+                                                         mass: float) -> None:
+    payload = _payload(mass, [0.01, -0.02, 0.07], [0.1, 0.08, 0.14])
+    q, qd, qdd, effort = _recording(links, payload, 30.0, seed)
+    sigma = LinkTorqueModel.from_urdf(URDF, joint_sigma=np.full(links.model.n, 0.05))
+    identifier = TorquePayloadIdentifier(sigma, BUNDLED_SENSOR_FRAME)
+    identifier.add(q, qd, qdd, effort)
+    estimate = identifier.solve()
+    assert abs(estimate.body.mass - mass) < 0.02 * mass
+    np.testing.assert_allclose(estimate.body.com, payload.com, atol=0.01)
+    assert estimate.physically_consistent
+    # The std is honest: the mass error is within 3 std, and the std is not vacuous.
+    z = (estimate.body.mass - mass) / estimate.std[0]
+    assert abs(z) < 3.0, (estimate.body.mass, estimate.std[0])
+    assert estimate.std[0] < 0.02 * mass
+
+
+def test_friction_and_offsets_are_refitted_from_an_unloaded_recording(
+        links: LinkTorqueModel) -> None:
+    nv = links.model.n
+    truth = np.tile([0.3, 0.05, 0.1], nv)  # fc, fv, offset per joint
+    q, qd, qdd, effort = _recording(links, None, 30.0, 4, noise=0.02, friction=truth)
+    refitted = links.refit_drive_terms(q, qd, qdd, effort, FRICTION)
+    np.testing.assert_allclose(refitted.coefficients, truth, atol=0.03)
+    assert np.all(refitted.joint_sigma < 0.05)
+    # With the refitted friction, a loaded recording gives the payload back.
+    payload = _payload(1.2, [0.0, 0.03, 0.05], [0.1, 0.1, 0.1])
+    q, qd, qdd, effort = _recording(links, payload, 30.0, 5, noise=0.02, friction=truth)
+    identifier = TorquePayloadIdentifier(refitted, BUNDLED_SENSOR_FRAME)
+    identifier.add(q, qd, qdd, effort)
+    assert abs(identifier.solve().body.mass - 1.2) < 0.02 * 1.2
+
+
+def test_a_payload_frame_off_the_chain_is_refused(links: LinkTorqueModel) -> None:
+    model = LinkModel(URDF)
+    with pytest.raises(Exception, match="not in the URDF"):
+        TorquePayloadIdentifier(LinkTorqueModel.from_urdf(model.urdf), "no_such_frame")
+
+
+def test_the_simulator_efforts_are_the_arm_its_payload_contacts_and_friction(
+        links: LinkTorqueModel) -> None:
+    from inertial_id.core.kinematics import SensorKinematics
+    from inertial_id.core.simulation import Contact, PayloadSimulation
+
+    payload = _payload(1.1, [0.01, 0.0, 0.08], [0.1, 0.1, 0.1])
+    contact = Contact(0.5, 1.0, (0.0, 25.0, -10.0), (0.0, 0.02, 0.12))
+    trajectory = FourierTrajectory.random(BUNDLED_HOME, seed=2)
+    sim = PayloadSimulation(SensorKinematics(URDF, BUNDLED_SENSOR_FRAME), trajectory,
+                            payload=payload, contacts=(contact,))
+    t = np.linspace(0.0, 2.0, 41)
+    q, qd, qdd = trajectory(t)
+    identifier = TorquePayloadIdentifier(links, BUNDLED_SENSOR_FRAME)
+    jacobians = identifier.kinematics.jacobians(q)
+    push = -np.einsum("nki,nk->ni", jacobians, sim.contact_wrench(t))
+    friction = sim.coulomb_friction * np.tanh(qd / 0.03) + sim.viscous_friction * qd
+    expected = _merged_efforts(links, payload, q, qd, qdd) + push + friction
+    np.testing.assert_allclose(sim.joint_efforts(t, noise=False), expected, atol=1e-9)
+    noisy = sim.joint_efforts(t) - sim.joint_efforts(t, noise=False)
+    assert 0.02 < noisy.std() < 0.08  # effort_noise_std = 0.05 N m
