@@ -120,7 +120,12 @@ KINEMATICS_PARAMS = URDF_PARAMS + (
 
 LINKS_PARAMS = URDF_PARAMS + (
     Param("mode", "payload", "payload: the F/T payload from sensor_samples; links: the robot's "
-          "link parameters and friction from joint_states (JointState.effort)"),
+          "link parameters and friction from joint_states (JointState.effort); "
+          "payload_from_torques: the payload from joint_states' efforts (no F/T sensor)"),
+    Param("payload_frame", "", "payload_from_torques: URDF frame on the last link the payload "
+          "is given in (flange, tool frame)"),
+    Param("links_file", "", "payload_from_torques: the link model identify-links wrote "
+          "(friction, offsets, gains); empty: the URDF's inertials, no friction"),
     Param("links_joints", [], "links mode: joints identified (empty: every movable URDF "
           "joint); the others are locked at 0", "string"),
     Param("links_method", "sdp", "links mode: sdp or qp (consistent), wls or pls", live=True),
@@ -128,9 +133,11 @@ LINKS_PARAMS = URDF_PARAMS + (
           unit="1", live=True),
     Param("links_fit_gains", False, "links mode: fit a drive gain per joint (efforts not in N m)",
           live=True),
-    Param("links_window", 31, "links mode: Savitzky-Golay window, in kept joint states (odd)",
+    Param("links_window", 31, "links and payload_from_torques: Savitzky-Golay window, in kept "
+          "joint states (odd)",
           low=3, unit="samples"),
-    Param("links_decimation", 5, "links mode: keep every N-th joint state", low=1,
+    Param("links_decimation", 5, "links and payload_from_torques: keep every N-th joint state",
+          low=1,
           unit="samples", live=True),
     Param("links_horizon", 120.0, "links mode: s of joint states the fit uses (the latest)",
           low=0, open_low=True, unit="s", live=True),
@@ -238,6 +245,10 @@ def _simulator_params() -> tuple[Param, ...]:
         Param("force_noise_std", 0.08, "F/T force noise", low=0, unit="N"),
         Param("torque_noise_std", 0.004, "F/T torque noise", low=0, unit="N m"),
         Param("joint_noise_std", 1e-5, "encoder noise", low=0, unit="rad"),
+        Param("effort_noise_std", 0.05, "joint torque noise", low=0, unit="N m"),
+        Param("coulomb_friction", 0.3, "joint Coulomb friction (tanh(qd / 0.03))", low=0,
+              unit="N m"),
+        Param("viscous_friction", 0.1, "joint viscous friction", low=0, unit="N m s/rad"),
         Param("seed", 0, "noise seed", low=0, high=2**32 - 1, unit="1"),
         Param("queue_depth", 500, "publisher queue depth", low=1, unit="messages"),
         Param("tick", 0.005, "publishing period", low=0, open_low=True, unit="s"),

@@ -84,9 +84,9 @@ def test_links_mode_publishes_consistent_links_that_fit_the_torques() -> None:
             probe.joint_pub.publish(msg)
             # Let the solver keep up (its queue is a best-effort sensor queue).
             wait = time.monotonic() + 5.0
-            while solver.links.received <= k and time.monotonic() < wait:
+            while solver.joint_mode.received <= k and time.monotonic() < wait:
                 executor.spin_once(timeout_sec=0.01)
-        assert solver.links.received == t.size
+        assert solver.joint_mode.received == t.size
         # A fit on every state: the window's edges are all the filter leaves out.
         complete = t.size - 14
 

@@ -143,3 +143,30 @@ def test_the_simulator_efforts_are_the_arm_its_payload_contacts_and_friction(
     np.testing.assert_allclose(sim.joint_efforts(t, noise=False), expected, atol=1e-9)
     noisy = sim.joint_efforts(t) - sim.joint_efforts(t, noise=False)
     assert 0.02 < noisy.std() < 0.08  # effort_noise_std = 0.05 N m
+
+
+def test_the_stream_adds_each_state_once_as_the_batch_filter_would(
+        links: LinkTorqueModel) -> None:
+    from inertial_id.core.signals import savitzky_golay
+    from inertial_id.core.torque_payload import TorquePayloadStream
+
+    payload = _payload(1.3, [0.0, 0.01, 0.06], [0.1, 0.1, 0.1])
+    q, _, _, effort = _recording(links, payload, 6.0, 7)
+    t = np.arange(len(q)) * 0.005 + 0.0003 * np.sin(np.arange(len(q)))  # jittery stamps
+    batch = TorquePayloadIdentifier(links, BUNDLED_SENSOR_FRAME, score_block=0)
+    smooth = [savitzky_golay(t, q, 31, 3, d) for d in (0, 1, 2)]
+    inner = slice(15, len(t) - 15)
+    batch.add(smooth[0][inner], smooth[1][inner], smooth[2][inner], effort[inner])
+    stream = TorquePayloadStream(TorquePayloadIdentifier(links, BUNDLED_SENSOR_FRAME,
+                                                         score_block=0), window=31)
+    for k in range(len(t)):
+        stream.push(t[k], q[k], effort[k])
+        if k % 97 == 0:
+            stream.process()
+    stream.process()
+    got, want = stream.identifier.statistics, batch.statistics
+    assert stream.samples == len(t) - 30 == want.samples
+    np.testing.assert_allclose(got.information, want.information, rtol=1e-9)
+    np.testing.assert_allclose(got.moment, want.moment, rtol=1e-9, atol=1e-12)
+    with pytest.raises(Exception, match="not after"):
+        stream.push(t[-1], q[-1], effort[-1])

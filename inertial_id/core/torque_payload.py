@@ -189,3 +189,62 @@ class TorquePayloadIdentifier:
         q, qd, qdd, effort = self.links.model.batch(q, qd, qdd, effort)
         payload = np.einsum("njp,p->nj", self.rows(q, qd, qdd), np.asarray(pi, dtype=float))
         return effort - self.links.efforts(q, qd, qdd) - payload
+
+
+class TorquePayloadStream:
+    """The live form of :class:`TorquePayloadIdentifier`: joint states (stamp, positions,
+    efforts; model order) arrive one by one; :meth:`process` smooths and differentiates the
+    pending ones with a Savitzky-Golay filter of ``window`` samples (``order``) on their stamps
+    and adds every sample whose window is complete to the statistics, keeping the last
+    ``window - 1`` states for the next call. Each state enters the statistics once, so the
+    cost per state is constant however long the stream runs (cumulative estimate).
+    """
+
+    def __init__(self, identifier: TorquePayloadIdentifier, window: int = 31,
+                 order: int = 3) -> None:
+        if window % 2 == 0 or window <= order:
+            raise SampleError(f"the window must be odd and longer than the order, got {window}")
+        self.identifier = identifier
+        self.window, self.order = int(window), int(order)
+        self._t: list[float] = []
+        self._q: list[NDArray[np.float64]] = []
+        self._e: list[NDArray[np.float64]] = []
+        self._done = 0  # samples of the buffer already in the statistics
+        self.samples = 0
+
+    def push(self, stamp: float, q: ArrayLike, effort: ArrayLike) -> None:
+        """One joint state; stamps must increase (:class:`SampleError` otherwise)."""
+        if self._t and stamp <= self._t[-1]:
+            raise SampleError(f"stamp {stamp:.6f} s is not after the previous one")
+        self._t.append(float(stamp))
+        self._q.append(np.asarray(q, dtype=float))
+        self._e.append(np.asarray(effort, dtype=float))
+
+    def process(self) -> int:
+        """Add the samples whose filter window is complete; returns how many were added."""
+        from inertial_id.core.signals import savitzky_golay
+
+        half = self.window // 2
+        n = len(self._t)
+        ready = n - half  # samples [done, ready) have a full centred window
+        if n < self.window or ready <= self._done:
+            return 0
+        t, q, e = np.array(self._t), np.array(self._q), np.array(self._e)
+        smooth = [savitzky_golay(t, q, self.window, self.order, d) for d in (0, 1, 2)]
+        start = max(self._done, half)
+        rows = slice(start, ready)
+        self.identifier.add(smooth[0][rows], smooth[1][rows], smooth[2][rows], e[rows])
+        added = ready - start
+        self.samples += added
+        keep = max(ready - half, 0)  # the next window needs the last `window - 1` states
+        del self._t[:keep], self._q[:keep], self._e[:keep]
+        self._done = ready - keep
+        return added
+
+    def reset(self) -> None:
+        """Forget the statistics and the pending states (a new payload)."""
+        ident = self.identifier
+        ident.statistics = type(ident.statistics)(ident.statistics.n_unknowns,
+                                                   score_block=ident.score_block)
+        self._t, self._q, self._e = [], [], []
+        self._done = self.samples = 0

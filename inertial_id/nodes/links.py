@@ -53,6 +53,26 @@ MIN_STATES = 200
 """Kept joint states before the first fit."""
 
 
+def decode_joint_state(raw: bytes, decoder: CdrDecoder, mapper: JointMapper,
+                       policy: StampPolicy, last: float | None
+                       ) -> tuple[float, np.ndarray, np.ndarray, bool]:
+    """A serialized JointState with efforts -> ``(stamp, q, effort, jumped)`` in the
+    mapper's joint order. ``jumped``: the stamps restarted (a bag played again, a clock
+    reset): the caller starts over, and ``last`` no longer applies. :class:`SampleError` for
+    NaN/inf, missing joints, a stamp jumping away from the stream or not after ``last``."""
+    msg = joint_state_from_bytes(raw, decoder)
+    q = mapper.select(msg.names, msg.position)
+    effort = mapper.select(msg.names, msg.effort)
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(effort))):
+        raise SampleError("NaN or inf in the positions or efforts")
+    accepted, jumped = policy.accept(msg.stamp)
+    if not accepted:
+        raise SampleError(f"stamp {msg.stamp:.3f} s jumps away from the stream")
+    if last is not None and not jumped and msg.stamp <= last:
+        raise SampleError("stamp not after the previous one")
+    return msg.stamp, q, effort, jumped
+
+
 class LinksMode:
     """See the module docstring; ``values`` are the solver node's parameter values."""
 
@@ -114,26 +134,19 @@ class LinksMode:
         self.received += 1
         if self.mapper is None or (self.received - 1) % self.decimation:
             return
+        last = self.states[-1][0] if self.states else None
         try:
-            msg = joint_state_from_bytes(raw, self.decoder)
-            q = self.mapper.select(msg.names, msg.position)
-            effort = self.mapper.select(msg.names, msg.effort)
-            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(effort))):
-                raise SampleError("NaN or inf in the positions or efforts")
-            accepted, jumped = self.policy.accept(msg.stamp)
-            if jumped:  # a bag played again, a clock reset: start over
-                self.states.clear()
-            if not accepted:
-                raise SampleError(f"stamp {msg.stamp:.3f} s jumps away from the stream")
-            if self.states and msg.stamp <= self.states[-1][0]:
-                raise SampleError("stamp not after the previous one")
+            stamp, q, effort, jumped = decode_joint_state(raw, self.decoder, self.mapper,
+                                                          self.policy, last)
         except InertialIdError as exc:
             self.rejected += 1
             self.node.get_logger().warning(f"joint state dropped: {exc}",
                                            throttle_duration_sec=5.0)
             return
-        self.states.append((msg.stamp, q, effort))
-        while self.states and self.states[0][0] < msg.stamp - self.horizon:
+        if jumped:  # a bag played again, a clock reset: start over
+            self.states.clear()
+        self.states.append((stamp, q, effort))
+        while self.states and self.states[0][0] < stamp - self.horizon:
             self.states.popleft()
 
     def rows(self) -> tuple[np.ndarray, ...]:

@@ -57,7 +57,8 @@ class Simulator(Node):
             offset=np.asarray(v["wrench_offset"], dtype=float),
             sign=wrench_sign(v["wrench_sign"]),
             force_noise_std=v["force_noise_std"], torque_noise_std=v["torque_noise_std"],
-            joint_noise_std=v["joint_noise_std"],
+            joint_noise_std=v["joint_noise_std"], effort_noise_std=v["effort_noise_std"],
+            coulomb_friction=v["coulomb_friction"], viscous_friction=v["viscous_friction"],
             contacts=tuple(Contact(c[0], c[1], (c[2], c[3], c[4]))
                            for c in np.reshape(contacts, (-1, 5))),
             seed=v["seed"],

@@ -13,7 +13,8 @@ contact change; a status on ``/diagnostics``. Services (std_srvs/Trigger): ``~/r
 ``~/save`` (the estimate to ``calibration_file``; ``initial_payload_file`` starts from one).
 A failed solve keeps the last good estimate; nothing physically inconsistent is published.
 With ``mode: links`` it identifies the robot's links from joint torques instead
-(:mod:`inertial_id.nodes.links`).
+(:mod:`inertial_id.nodes.links`); with ``mode: payload_from_torques`` the payload from joint
+torques, for arms without a wrist F/T sensor (:mod:`inertial_id.nodes.torque_payload`).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from inertial_id.nodes.conversions import (
     sensor_samples_from_bytes,
 )
 from inertial_id.nodes.links import LinksMode
+from inertial_id.nodes.torque_payload import TorquePayloadMode
 from inertial_id.settings import (
     SOLVER_PARAMS,
     initial_payload,
@@ -67,6 +69,8 @@ from inertial_id.settings import (
     online_estimator,
 )
 
+MODES = {"links": LinksMode, "payload_from_torques": TorquePayloadMode}
+"""The solver's modes that read joint_states instead of sensor_samples."""
 INERTIA_KEYS = ("xx", "xy", "xz", "yy", "yz", "zz")
 """Order of :func:`~inertial_id.core.parameters.vector_from_symmetric`."""
 LATENCY_WINDOW = 20000
@@ -82,13 +86,14 @@ class Solver(PipelineNode):
     def setup(self, values: dict[str, Any]) -> None:
         """The estimator (from a saved payload if given), publishers, services, timers; or
         the links mode."""
-        self.links: LinksMode | None = None
+        self.joint_mode: LinksMode | TorquePayloadMode | None = None
         self.online: OnlineEstimator | None = None
-        if values["mode"] == "links":
-            self.links = LinksMode(self, values)
+        if values["mode"] in MODES:
+            self.joint_mode = MODES[values["mode"]](self, values)
             return
         if values["mode"] != "payload":
-            raise InertialIdError(f"mode must be payload or links, got {values['mode']!r}")
+            raise InertialIdError(f"mode must be payload, {' or '.join(MODES)}, got "
+                                  f"{values['mode']!r}")
         self.initial, self.initial_frame = initial_payload(values)
         self.online = online_estimator(values, self.initial)
         self.calibration_file = self._calibration_path(values["calibration_file"])
@@ -126,8 +131,8 @@ class Solver(PipelineNode):
     def apply_parameters(self, values: dict[str, Any], changed: set[str]) -> None:
         """Runtime parameter changes (:class:`~inertial_id.nodes.common.LiveParameters`):
         the estimator's new configuration, the contact decimation, the publish period."""
-        if self.links is not None:
-            self.links.reconfigure(values, changed)
+        if self.joint_mode is not None:
+            self.joint_mode.reconfigure(values, changed)
             return
         self.online.reconfigure(online_config(values, self.initial))
         self.calibration_file = self._calibration_path(values["calibration_file"])

@@ -1,0 +1,176 @@
+"""The solver node's ``payload_from_torques`` mode: the payload from joint torques, for arms
+with joint torque sensing (or motor currents) and no wrist F/T sensor.
+
+With ``mode: payload_from_torques`` the solver subscribes ``joint_states``
+(sensor_msgs/JointState with ``effort``), keeps every ``links_decimation``-th state and feeds
+the core :class:`~inertial_id.core.torque_payload.TorquePayloadStream`: positions smoothed
+and differentiated by a Savitzky-Golay filter of ``links_window`` states on their stamps, the
+arm's own torques from the link model (``links_file``, what ``inertial-id identify-links``
+wrote; empty: the URDF's inertials), the payload's rows ``J^T Y`` at ``payload_frame``. At
+``publish_rate`` it solves (pseudo-inertia LMI) and publishes ``~/parameters``
+(inertial_id/InertialParameters, the F/T mode's message, ``header.frame_id`` the payload
+frame, ``wrench_offset`` zero) and ``~/inertia``, with the same ``converged_*`` verdicts.
+``~/reset`` (std_srvs/Trigger) starts over (a new payload). A failed solve or an inconsistent
+estimate keeps the last published one. Every state enters the statistics once (cumulative).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import InertiaStamped
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Header
+from std_srvs.srv import Trigger
+
+from inertial_id.cdr import CdrDecoder
+from inertial_id.core.errors import InertialIdError, ModelError
+from inertial_id.core.estimators import Estimate
+from inertial_id.core.kinematics import JointMapper
+from inertial_id.core.online import verdicts
+from inertial_id.core.timepolicy import StampPolicy
+from inertial_id.core.torque_payload import (
+    LinkTorqueModel,
+    TorquePayloadIdentifier,
+    TorquePayloadStream,
+)
+from inertial_id.msg import InertialParameters
+from inertial_id.nodes.common import (
+    Diagnostics,
+    Number,
+    RobotDescription,
+    sensor_qos,
+    steady_timer,
+    to_stamp,
+)
+from inertial_id.nodes.conversions import body_to_inertia_stamped, estimate_to_msg
+from inertial_id.nodes.links import decode_joint_state
+from inertial_id.settings import online_config
+
+
+def link_model(urdf: str, links_file: str) -> LinkTorqueModel:
+    """The arm's own torques: the identified model of ``links_file`` on ``urdf``, or the
+    URDF's inertials when no file is named."""
+    if not links_file:
+        return LinkTorqueModel.from_urdf(urdf)
+    try:
+        doc = yaml.safe_load(Path(links_file).expanduser().read_text(encoding="utf-8"))
+        return LinkTorqueModel.from_document(doc, urdf)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError) as exc:
+        raise ModelError(f"links_file {links_file}: not a usable link model ({exc})") from exc
+
+
+class TorquePayloadMode:
+    """See the module docstring; ``values`` are the solver node's parameter values."""
+
+    def __init__(self, node: Node, values: Mapping[str, Any]) -> None:
+        if not values["payload_frame"]:
+            raise InertialIdError("mode payload_from_torques needs payload_frame (a URDF frame "
+                                  "on the last link: the flange or a tool frame)")
+        self.node = node
+        self.values = dict(values)
+        self.config = online_config(values)
+        self.decimation = max(1, int(values["links_decimation"]))
+        self.stream: TorquePayloadStream | None = None
+        self.mapper: JointMapper | None = None
+        self.last_stamp: float | None = None
+        self.estimate: Estimate | None = None
+        self.received = self.rejected = self.solves = self.failures = 0
+        self.policy = StampPolicy()
+        self.decoder = CdrDecoder()
+        self.status = (DiagnosticStatus.WARN, "waiting for the URDF")
+        self.parameters_pub = node.create_publisher(InertialParameters, "~/parameters", 10)
+        self.inertia_pub = node.create_publisher(InertiaStamped, "~/inertia", 10)
+        self.diagnostics = Diagnostics(node, "payload from joint torques",
+                                       self.diagnostic_status)
+        node.create_subscription(JointState, "joint_states", self.on_joint_state,
+                                 sensor_qos(500), raw=True)
+        node.create_service(Trigger, "~/reset", self._reset)
+        self.timer = steady_timer(node, 1.0 / float(values["publish_rate"]),
+                                  self.solve_and_publish)
+        self.description = RobotDescription(node, self.values, self.configure)
+
+    def configure(self, urdf: str) -> None:
+        """The link model and the payload's stream once the URDF is known."""
+        links = link_model(urdf, str(self.values["links_file"]))
+        identifier = TorquePayloadIdentifier(links, str(self.values["payload_frame"]),
+                                             epsilon=self.config.payload.epsilon)
+        self.stream = TorquePayloadStream(identifier, int(self.values["links_window"]))
+        self.mapper = JointMapper(links.model.joint_names)
+        self.status = (DiagnosticStatus.WARN, "collecting joint states")
+        self.node.get_logger().info(
+            f"payload from the torques of {', '.join(links.model.joint_names)} at "
+            f"{self.values['payload_frame']}")
+
+    def reconfigure(self, values: Mapping[str, Any], changed: set[str]) -> None:
+        """Runtime changes: the decimation and the verdicts' thresholds."""
+        del changed
+        self.decimation = max(1, int(values["links_decimation"]))
+        self.config = online_config(values)
+
+    def on_joint_state(self, raw: bytes) -> None:
+        self.received += 1
+        if self.stream is None or self.mapper is None or (self.received - 1) % self.decimation:
+            return
+        try:
+            stamp, q, effort, jumped = decode_joint_state(raw, self.decoder, self.mapper,
+                                                          self.policy, self.last_stamp)
+            if jumped:  # a bag played again, a clock reset: start over
+                self.stream.reset()
+            self.stream.push(stamp, q, effort)
+        except InertialIdError as exc:
+            self.rejected += 1
+            self.node.get_logger().warning(f"joint state dropped: {exc}",
+                                           throttle_duration_sec=5.0)
+            return
+        self.last_stamp = stamp
+
+    def solve_and_publish(self) -> None:
+        """Add what is ready, solve, publish a consistent estimate (else keep the last)."""
+        if self.stream is None:
+            return
+        try:
+            self.stream.process()
+            if self.stream.samples < self.config.min_samples:
+                return
+            estimate = self.stream.identifier.solve()
+            if not estimate.physically_consistent:
+                raise InertialIdError("the estimate is not physically consistent")
+        except InertialIdError as exc:
+            self.failures += 1
+            self.status = (DiagnosticStatus.ERROR, f"solve failed, keeping the last: {exc}")
+            self.node.get_logger().warning(self.status[1], throttle_duration_sec=10.0)
+            return
+        self.estimate = estimate
+        self.solves += 1
+        header = Header(stamp=to_stamp(self.last_stamp or 0.0),
+                        frame_id=str(self.values["payload_frame"]))
+        judged = verdicts(estimate, self.config)
+        self.parameters_pub.publish(estimate_to_msg(estimate, header, judged))
+        self.inertia_pub.publish(body_to_inertia_stamped(estimate.body, header))
+        self.status = (DiagnosticStatus.OK if judged.payload else DiagnosticStatus.WARN,
+                       f"{estimate.body.mass:.4g} kg from {self.stream.samples} states"
+                       + ("" if judged.payload else " (not converged)"))
+
+    def _reset(self, _: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        if self.stream is not None:
+            self.stream.reset()
+        self.estimate = None
+        response.success, response.message = True, "payload estimate reset"
+        return response
+
+    def diagnostic_status(self) -> tuple[bytes, str, dict[str, Number]]:
+        """Diagnostics: counts and the current mass."""
+        values: dict[str, Number] = {
+            "joint_states_received": self.received, "joint_states_rejected": self.rejected,
+            "samples_used": self.stream.samples if self.stream else 0,
+            "solves": self.solves, "solve_failures": self.failures}
+        if self.estimate is not None:
+            values["mass_kg"] = float(self.estimate.body.mass)
+            values["mass_std_kg"] = float(self.estimate.std[0])
+        return self.status[0], self.status[1], values

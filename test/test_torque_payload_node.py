@@ -1,0 +1,71 @@
+"""The solver's ``payload_from_torques`` mode over real topics between processes: the simulator
+publishes joint states whose efforts carry the arm, the payload and noise (its F/T wrench is
+not used), the solver in another process estimates the payload from them alone."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+
+from inertial_id.core.simulation import bundled_urdf_path
+from inertial_id.msg import InertialParameters
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+MASS, COM = 0.9, (0.0, 0.02, 0.08)
+
+
+def _start(ros_env: dict[str, str]) -> list[subprocess.Popen]:
+    urdf = bundled_urdf_path()
+    simulator = ["--params-file", str(ROOT / "config" / "demo.yaml"),
+                 "-p", f"payload_mass:={MASS}", "-p", f"payload_com:={list(COM)}",
+                 "-p", "contacts:=[]", "-p", "coulomb_friction:=0.0",
+                 "-p", "viscous_friction:=0.0", "-p", "wrench_rate:=200.0",
+                 "-p", "joint_state_rate:=250.0"]
+    solver = ["--params-file", str(ROOT / "config" / "inertial_id.yaml"),
+              "-p", "mode:=payload_from_torques", "-p", "payload_frame:=ft_sensor",
+              "-p", f"urdf_path:={urdf}", "-p", "links_decimation:=2",
+              "-p", "min_samples:=300", "-p", "publish_rate:=4.0"]
+    return [subprocess.Popen([str(BIN / f"inertial_id_{name}"), "--ros-args", *args],
+                             env=ros_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+            for name, args in (("simulator", simulator), ("solver", solver))]
+
+
+def test_the_payload_is_estimated_from_joint_torques_alone(ros_env: dict[str, str]) -> None:
+    processes = _start(ros_env)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = Node("torque_payload_probe", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    received: list[InertialParameters] = []
+    node.create_subscription(InertialParameters, "/solver/parameters", received.append, 10)
+    try:
+        deadline = time.monotonic() + 120.0
+        while time.monotonic() < deadline and not (
+                received and received[-1].mass_converged and received[-1].samples_used > 2000):
+            executor.spin_once(timeout_sec=0.1)
+        assert received, "no estimate from joint torques"
+        msg = received[-1]
+        assert msg.header.frame_id == "ft_sensor"
+        assert msg.mass_converged, (msg.mass, msg.std[0], msg.samples_used)
+        assert abs(msg.mass - MASS) < 0.02 * MASS, msg.mass
+        assert abs(msg.com.z - COM[2]) < 0.005, msg.com
+        assert abs(msg.mass - MASS) < 4.0 * msg.std[0] + 1e-3, (msg.mass, msg.std[0])
+        assert list(msg.wrench_offset) == [0.0] * 6
+    finally:
+        for process in processes:
+            process.terminate()
+        outputs = [process.communicate(timeout=30)[0] for process in processes]
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+    for process, output in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, output
+        assert "Traceback" not in output, output
