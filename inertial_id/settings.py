@@ -123,7 +123,7 @@ LINKS_PARAMS = URDF_PARAMS + (
           "link parameters and friction from joint_states (JointState.effort); "
           "payload_from_torques: the payload from joint_states' efforts (no F/T sensor)"),
     Param("payload_frame", "", "payload_from_torques: URDF frame on the last link the payload "
-          "is given in (flange, tool frame)"),
+          "is given in (flange, tool frame); empty: the last link's frame"),
     Param("links_file", "", "payload_from_torques: the link model identify-links wrote "
           "(friction, offsets, gains); empty: the URDF's inertials, no friction"),
     Param("links_joints", [], "links mode: joints identified (empty: every movable URDF "

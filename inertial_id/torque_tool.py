@@ -15,7 +15,7 @@ import yaml
 from numpy.typing import NDArray
 
 from inertial_id.calibration import estimate_document
-from inertial_id.core.anomaly import T2Monitor
+from inertial_id.core.anomaly import contact_intervals
 from inertial_id.core.errors import ModelError, SampleError
 from inertial_id.core.torque_payload import LinkTorqueModel, TorquePayloadIdentifier
 from inertial_id.links_tool import JointData, joint_data, read_joint_bag
@@ -25,19 +25,20 @@ Check a link model (the YAML `inertial-id identify-links --output` writes) on a 
 was not identified on: per joint the RMS of measured minus predicted effort and the relative
 error 100 |e - e_hat| / |e| (%), and the contacts found in the residual (Hotelling T^2 per
 sample, the contact-free covariance learned robustly from the whole recording, so a recording
-that starts with a push is fine). --compare-urdf adds the same for the URDF's own inertials
-(rigid body only: a URDF has no friction). Positions are smoothed and differentiated with a
-Savitzky-Golay filter as in identify-links."""
+that starts with a push is fine; a contact is 0.1 s above the threshold). --compare-urdf adds
+the same for the URDF's own inertials (rigid body only: a URDF has no friction). Positions
+are smoothed and differentiated with a Savitzky-Golay filter as in identify-links."""
 
 PAYLOAD_HELP = """\
 Identify a payload from joint torques, for arms without a wrist F/T sensor: its 10 inertial
 parameters about the origin of --frame (a URDF frame on the last link: the flange or a tool
-frame), physically consistent (pseudo-inertia LMI), with a std from the block-robust
-covariance. The arm's own torques come from a link model (--links, from identify-links, with
-its friction and offsets) or from the URDF's inertials (--urdf alone: no friction, so give an
---unloaded recording). With --unloaded BAG (the same arm without the payload) the friction
-and offsets are first re-fitted on it, the rigid bodies kept. Writes the replay's YAML layout
-(estimate: mass, com, inertia_com, pi, std, com_std, inertia_com_std, ...)."""
+frame; by default the last link's frame, so they are the change of its parameters),
+physically consistent (pseudo-inertia LMI), with a std from the block-robust covariance. The
+arm's own torques come from a link model (--links, from identify-links, with its friction
+and offsets) or from the URDF's inertials (--urdf alone: no friction, so give an --unloaded
+recording). With --unloaded BAG (the same arm without the payload) the friction and offsets
+are first re-fitted on it, the rigid bodies kept. Writes the replay's YAML layout (estimate:
+mass, com, inertia_com, pi, std, com_std, inertia_com_std, ...)."""
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -77,8 +78,9 @@ def add_identify_payload_parser(subparsers: argparse._SubParsersAction
     p.add_argument("--links", type=Path, metavar="MODEL.yaml",
                    help="link model from identify-links (default: the URDF's inertials)")
     p.add_argument("--urdf", help="the URDF (required without --links)")
-    p.add_argument("--frame", required=True,
-                   help="payload frame: a URDF frame on the last link (flange, tool)")
+    p.add_argument("--frame",
+                   help="payload frame: a URDF frame on the last link (flange, tool); "
+                   "default: the last link's own frame")
     p.add_argument("--output", type=Path, metavar="OUT.yaml", help="write the estimate here")
     _common(p)
     return p
@@ -117,21 +119,6 @@ def _valid(data: JointData) -> tuple[NDArray[np.float64], ...]:
     return data.t[v], data.q[v], data.qd[v], data.qdd[v], data.effort[v]
 
 
-def joint_contacts(t: NDArray[np.float64], residual: NDArray[np.float64],
-                   confidence: float) -> list[list[float]]:
-    """Contact intervals ``[start, end]`` (s since the first row) in a joint-torque residual:
-    the T^2 monitor trained robustly on the whole residual (a minority of contact samples is
-    trimmed), then run over it; a contact still open at the end ends with the record."""
-    monitor = T2Monitor(confidence=confidence, training_samples=len(t),
-                        components=residual.shape[1], on_samples=5, off_samples=20)
-    monitor.update(t, residual)  # trains on everything
-    monitor.update(t, residual)
-    intervals = [(c.start, c.end) for c in monitor.intervals]
-    if monitor.contact_start is not None:
-        intervals.append((monitor.contact_start, t[-1]))
-    return [[round(float(a - t[0]), 4), round(float(b - t[0]), 4)] for a, b in intervals]
-
-
 def _scores(effort: NDArray[np.float64], predicted: NDArray[np.float64]
             ) -> tuple[list[float], list[float]]:
     residual = effort - predicted
@@ -149,7 +136,7 @@ def run_check_links(args: argparse.Namespace) -> int:
     rms, relative = _scores(effort, predicted)
     doc: dict[str, Any] = {"joints": links.model.joint_names, "rms": rms,
                            "relative_error_percent": relative,
-                           "contacts": joint_contacts(t, effort - predicted, args.confidence),
+                           "contacts": contact_intervals(t, effort - predicted, args.confidence),
                            "samples": int(t.size)}
     if args.compare_urdf:
         urdf = LinkTorqueModel.from_urdf(links.model.urdf, links.model.joint_names,
@@ -178,13 +165,14 @@ def run_identify_payload(args: argparse.Namespace) -> int:
     t, q, qd, qdd, effort = _valid(read_rows(links, args.bag, args))
     identifier.add(q, qd, qdd, effort)
     estimate = identifier.solve()
-    doc = {"estimate": estimate_document(estimate, args.frame),
+    frame = identifier.kinematics.sensor_frame
+    doc = {"estimate": estimate_document(estimate, frame),
            "samples_used": int(t.size),
            "source": "joint_torques",
            "joint_sigma": dict(zip(links.model.joint_names,
                                    [float(s) for s in links.joint_sigma], strict=True))}
     e = doc["estimate"]
-    print(f"payload at {args.frame}: mass {e['mass']:.4g} +- {e['std'][0]:.2g} kg, CoM "
+    print(f"payload at {frame}: mass {e['mass']:.4g} +- {e['std'][0]:.2g} kg, CoM "
           f"[{', '.join(f'{c:.4g}' for c in e['com'])}] +- "
           f"[{', '.join(f'{c:.2g}' for c in e['com_std'])}] m, "
           f"consistent {e['physically_consistent']}")

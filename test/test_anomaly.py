@@ -335,3 +335,25 @@ def test_t2_rejects_wrong_width_and_untrained_use() -> None:
 def test_monitor_rejects_a_singular_covariance() -> None:
     with pytest.raises(InertialIdError):
         T2Monitor(mean=np.zeros(P), covariance=np.zeros((P, P)), training_samples=100)
+
+
+def test_offline_contact_intervals_ignore_brief_spikes_and_find_pushes_from_the_start() -> None:
+    """Seven joints at 1 kHz: white residual noise, a 30 ms spike (model error at a velocity
+    reversal on a real arm) and two pushes, one at the very start of the record."""
+    from inertial_id.core.anomaly import contact_intervals
+
+    rng = np.random.default_rng(3)
+    t = np.arange(0.0, 20.0, 0.001)
+    e = rng.normal(size=(t.size, 7)) * 0.1
+    spike = (t >= 5.0) & (t < 5.03)
+    e[spike, 2] += 1.5
+    for start, length in ((0.0, 0.6), (12.0, 0.4)):
+        push = (t >= start) & (t < start + length)
+        e[push] += np.array([0.0, 0.8, 0.0, 0.5, 0.0, 0.0, 0.2])
+    found = contact_intervals(t, e)
+    assert len(found) == 2, found
+    (a0, b0), (a1, b1) = found
+    assert a0 < 0.05 and abs(b0 - 0.6) < 0.05
+    assert abs(a1 - 12.0) < 0.05 and abs(b1 - 12.4) < 0.05
+    # Without the debounce the spike counts: the duration is what rejects it.
+    assert len(contact_intervals(t, e, min_duration=0.005)) == 3

@@ -101,3 +101,13 @@ def test_a_bag_without_efforts_is_refused_in_one_line(
     write_bag(tmp_path / "no_effort", iter(messages), "mcap")
     assert cli.main(["check-links", str(model), "--bag", str(tmp_path / "no_effort")]) == 3
     assert "no joint states with one effort per joint" in capsys.readouterr().err
+
+
+def test_without_a_frame_the_payload_is_the_change_of_the_last_links_parameters(
+        bags: dict[str, Path], model: Path, tmp_path: Path) -> None:
+    out = tmp_path / "payload.yaml"
+    assert cli.main(["identify-payload", "--bag", str(bags["loaded"]), "--links", str(model),
+                     "--output", str(out)]) == 0
+    estimate = yaml.safe_load(out.read_text())["estimate"]
+    assert estimate["frame"] == "wrist_3_link"
+    assert abs(estimate["mass"] - 0.8) < 0.02 * 0.8

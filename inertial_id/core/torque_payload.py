@@ -135,14 +135,16 @@ class LinkTorqueModel:
 
 class TorquePayloadIdentifier:
     """Accumulates joint samples of the loaded arm and estimates the payload (see the module
-    docstring). ``frame``: the payload frame (a URDF frame after the last moving joint);
+    docstring). ``frame``: the payload frame (a URDF frame after the last moving joint; None:
+    the last moving joint's child link, so ``pi`` is the change of the last link's parameters);
     ``epsilon``, ``prior``, ``prior_weight``: the payload estimator's options;
     ``score_block``: samples per block of the block-robust covariance."""
 
-    def __init__(self, links: LinkTorqueModel, frame: str, epsilon: float = 1e-8,
+    def __init__(self, links: LinkTorqueModel, frame: str | None = None, epsilon: float = 1e-8,
                  prior: ArrayLike | None = None, prior_weight: float = 1e-9,
                  score_block: int = 250) -> None:
         self.links = links
+        frame = frame or links.model.link_names[-1]
         self.kinematics = SensorKinematics(links.model.urdf, frame,
                                            locked_joints=links.model.locked)
         if self.kinematics.joint_names != links.model.joint_names:

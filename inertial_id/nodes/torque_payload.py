@@ -6,7 +6,8 @@ With ``mode: payload_from_torques`` the solver subscribes ``joint_states``
 the core :class:`~inertial_id.core.torque_payload.TorquePayloadStream`: positions smoothed
 and differentiated by a Savitzky-Golay filter of ``links_window`` states on their stamps, the
 arm's own torques from the link model (``links_file``, what ``inertial-id identify-links``
-wrote; empty: the URDF's inertials), the payload's rows ``J^T Y`` at ``payload_frame``. At
+wrote; empty: the URDF's inertials), the payload's rows ``J^T Y`` at ``payload_frame`` (empty:
+the last link's frame, so the payload is the change of the last link's parameters). At
 ``publish_rate`` it solves (pseudo-inertia LMI) and publishes ``~/parameters``
 (inertial_id/InertialParameters, the F/T mode's message, ``header.frame_id`` the payload
 frame, ``wrench_offset`` zero) and ``~/inertia``, with the same ``converged_*`` verdicts.
@@ -69,9 +70,6 @@ class TorquePayloadMode:
     """See the module docstring; ``values`` are the solver node's parameter values."""
 
     def __init__(self, node: Node, values: Mapping[str, Any]) -> None:
-        if not values["payload_frame"]:
-            raise InertialIdError("mode payload_from_torques needs payload_frame (a URDF frame "
-                                  "on the last link: the flange or a tool frame)")
         self.node = node
         self.values = dict(values)
         self.config = online_config(values)
@@ -80,6 +78,7 @@ class TorquePayloadMode:
         self.mapper: JointMapper | None = None
         self.last_stamp: float | None = None
         self.estimate: Estimate | None = None
+        self.frame = ""  # the payload frame, once the URDF is known
         self.received = self.rejected = self.solves = self.failures = 0
         self.policy = StampPolicy()
         self.decoder = CdrDecoder()
@@ -98,14 +97,15 @@ class TorquePayloadMode:
     def configure(self, urdf: str) -> None:
         """The link model and the payload's stream once the URDF is known."""
         links = link_model(urdf, str(self.values["links_file"]))
-        identifier = TorquePayloadIdentifier(links, str(self.values["payload_frame"]),
+        identifier = TorquePayloadIdentifier(links, str(self.values["payload_frame"]) or None,
                                              epsilon=self.config.payload.epsilon)
+        self.frame = identifier.kinematics.sensor_frame
         self.stream = TorquePayloadStream(identifier, int(self.values["links_window"]))
         self.mapper = JointMapper(links.model.joint_names)
         self.status = (DiagnosticStatus.WARN, "collecting joint states")
         self.node.get_logger().info(
             f"payload from the torques of {', '.join(links.model.joint_names)} at "
-            f"{self.values['payload_frame']}")
+            f"{self.frame}")
 
     def reconfigure(self, values: Mapping[str, Any], changed: set[str]) -> None:
         """Runtime changes: the decimation and the verdicts' thresholds."""
@@ -148,8 +148,7 @@ class TorquePayloadMode:
             return
         self.estimate = estimate
         self.solves += 1
-        header = Header(stamp=to_stamp(self.last_stamp or 0.0),
-                        frame_id=str(self.values["payload_frame"]))
+        header = Header(stamp=to_stamp(self.last_stamp or 0.0), frame_id=self.frame)
         judged = verdicts(estimate, self.config)
         self.parameters_pub.publish(estimate_to_msg(estimate, header, judged))
         self.inertia_pub.publish(body_to_inertia_stamped(estimate.body, header))
