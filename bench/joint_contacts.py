@@ -37,8 +37,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from inertial_id.core.anomaly import contact_intervals
+from inertial_id.core.friction import FrictionModel
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.links import FrictionModel, LinkIdentification, LinkModel, identify
+from inertial_id.core.link_model import LinkModel
+from inertial_id.core.links import LinkIdentification, identify
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.signals import savitzky_golay
 from inertial_id.core.simulation import (

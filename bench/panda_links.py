@@ -68,13 +68,9 @@ from _panda_data import (  # noqa: E402
 )
 
 from inertial_id.core.anomaly import contact_intervals  # noqa: E402
-from inertial_id.core.links import (  # noqa: E402
-    FrictionModel,
-    LinkEstimate,
-    LinkIdentification,
-    LinkModel,
-    identify,
-)
+from inertial_id.core.friction import FrictionModel  # noqa: E402
+from inertial_id.core.link_model import LinkModel  # noqa: E402
+from inertial_id.core.links import LinkEstimate, LinkIdentification, identify  # noqa: E402
 from inertial_id.core.parameters import BodyParameters  # noqa: E402
 
 PRIOR_WEIGHTS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)

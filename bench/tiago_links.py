@@ -81,16 +81,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.links import (
-    COULOMB_MODELS,
-    FrictionModel,
-    LinkEstimate,
-    LinkIdentification,
-    LinkModel,
-    identified_urdf,
-    identify,
-    structural_base_parameters,
-)
+from inertial_id.core.friction import COULOMB_MODELS, FrictionModel
+from inertial_id.core.link_model import LinkModel, structural_base_parameters
+from inertial_id.core.link_urdf import identified_urdf
+from inertial_id.core.links import LinkEstimate, LinkIdentification, identify
 from inertial_id.core.parameters import is_physically_consistent
 from inertial_id.links_tool import JointData, joint_data, read_joint_csv
 

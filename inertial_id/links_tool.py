@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -15,19 +15,17 @@ import yaml
 from numpy.typing import NDArray
 
 from inertial_id.core.errors import InertialIdError, SampleError
+from inertial_id.core.friction import COULOMB_MODELS, FrictionModel
+from inertial_id.core.link_model import LinkModel, structural_base_parameters
+from inertial_id.core.link_urdf import identified_urdf
 from inertial_id.core.links import (
-    COULOMB_MODELS,
     METHODS,
-    BaseParameters,
-    FrictionModel,
-    LinkEstimate,
     LinkIdentification,
-    LinkModel,
-    identified_urdf,
-    identify,
-    structural_base_parameters,
+    LinkOptions,
+    estimate_document,
+    identify_links,
+    link_document,
 )
-from inertial_id.core.parameters import BodyParameters, min_pseudo_inertia_eigenvalue
 from inertial_id.core.signals import savitzky_golay
 
 IDENTIFY_HELP = """\
@@ -199,56 +197,6 @@ def _pairs(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}") from None
 
 
-def link_document(model: LinkModel, standard: NDArray[np.float64]) -> dict:
-    """Per identified link: own parameters in its link frame (as written to the URDF) and the
-    body's ``pi`` about the joint frame with its consistency."""
-    out = {}
-    for i, link in enumerate(model.link_names):
-        own = standard[i] - model.attachments[i]
-        body = BodyParameters.from_pi(own)
-        entry = {
-            "joint": model.joint_names[i],
-            "mass": float(body.mass),
-            "pi_joint_frame": [float(v) for v in standard[i]],
-            "physically_consistent": bool(body.is_physically_consistent()),
-            "min_pseudo_inertia_eigenvalue": min_pseudo_inertia_eigenvalue(own),
-            "body_physically_consistent": bool(
-                BodyParameters.from_pi(standard[i]).is_physically_consistent()),
-        }
-        if body.mass > 0:
-            entry["com"] = [float(v) for v in body.com]
-            ic = body.inertia_com
-            entry["inertia_com"] = [float(ic[a, b]) for a, b in
-                                    ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))]
-        out[link] = entry
-    return out
-
-
-def estimate_document(problem: LinkIdentification, estimate: LinkEstimate,
-                      max_relative_std: float = 10.0) -> dict:
-    """Base parameters with sigma %, friction per joint, effort scales."""
-    nb = problem.base.count
-    rel, std = estimate.relative_std, estimate.std
-    base = [{"name": name, "value": float(estimate.base[k]), "std": float(std[k]),
-             "relative_std_percent": float(rel[k]),
-             "identifiable": bool(rel[k] <= max_relative_std)}
-            for k, name in enumerate(problem.base_names)]
-    friction: dict[str, dict[str, float]] = {}
-    for k, name in enumerate(problem.friction_names):
-        joint, term = name.rsplit(".", 1)
-        friction.setdefault(joint, {})[term] = float(estimate.friction[k])
-        friction[joint][f"{term}_relative_std_percent"] = float(rel[nb + k])
-    names = problem.model.joint_names
-    return {
-        "base_parameters": base,
-        "friction": friction,
-        "effort_scale": {n: float(s) for n, s in zip(names, estimate.effort_scale, strict=True)},
-        "drive_gain": {n: (float(1.0 / s) if s != 0 else None)
-                       for n, s in zip(names, estimate.effort_scale, strict=True)},
-        "joint_sigma": {n: float(s) for n, s in zip(names, estimate.joint_sigma, strict=True)},
-    }
-
-
 def _rms(names: Sequence[str], values: NDArray[np.float64]) -> dict[str, float]:
     return {n: float(v) for n, v in zip(names, values, strict=True)}
 
@@ -343,46 +291,6 @@ def _locks(model_joints: Sequence[str], csv_joints: Sequence[str],
     lock = dict(locked)
     moving = [n for n in csv_joints if n in model_joints and n not in lock]
     return moving, lock
-
-
-@dataclass(frozen=True)
-class LinkOptions:
-    """How :func:`identify_links` identifies (the ``identify-links`` options; the solver node's
-    ``links`` mode). ``known_gain``: joint -> drive gain (effort = torque / gain) held fixed;
-    ``max_relative_std`` <= 0 keeps every base parameter in the fit."""
-
-    method: str = "sdp"
-    prior_weight: float = 1e-2
-    friction: FrictionModel = field(default_factory=FrictionModel)
-    fit_gains: bool = False
-    known_gain: dict[str, float] = field(default_factory=dict)
-    refine_gains: int = 0
-    max_relative_std: float = 10.0
-    consistency: str = "link"
-    com_margin: float | None = None
-    coloured_residuals: bool = False
-
-
-def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
-                   options: LinkOptions, base: BaseParameters | None = None
-                   ) -> tuple[LinkIdentification, LinkEstimate, LinkEstimate]:
-    """The problem on ``rows`` = (q, qd, qdd, effort), model joint order, the CAD model with
-    its fitted drive terms, and the identified estimate."""
-    known = options.known_gain
-    unknown = [n for n in known if n not in model.joint_names]
-    if unknown:
-        raise SampleError(f"known gains for joints that do not move: {', '.join(unknown)}")
-    scale = np.array([1.0 / known[n] if n in known else 1.0 for n in model.joint_names])
-    problem = LinkIdentification(model, *rows, options.friction, base, effort_scale=scale,
-                                 correlated_residuals=options.coloured_residuals,
-                                 known_scale=[n in known for n in model.joint_names])
-    cad = problem.fit_cad(fit_scale=options.fit_gains)
-    problem.effort_scale = cad.effort_scale.copy()
-    threshold = options.max_relative_std if options.max_relative_std > 0 else None
-    estimate = identify(problem, options.method, prior_weight=options.prior_weight,
-                        consistency=options.consistency, com_margin=options.com_margin,
-                        refine_scale=options.refine_gains, max_relative_std=threshold)
-    return problem, cad, estimate
 
 
 def run_identify_links(args: argparse.Namespace) -> int:

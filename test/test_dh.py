@@ -20,7 +20,7 @@ import _panda_data as panda  # noqa: E402
 from inertial_id.core.dh import DHRow, dh_transform, forward_kinematics, modified_dh_urdf  # noqa: E402
 from inertial_id.core.errors import ModelError  # noqa: E402
 from inertial_id.core.kinematics import load_urdf_model  # noqa: E402
-from inertial_id.core.links import LinkModel  # noqa: E402
+from inertial_id.core.link_model import LinkModel  # noqa: E402
 from inertial_id.core.parameters import BodyParameters  # noqa: E402
 
 angles = st.floats(-np.pi, np.pi)

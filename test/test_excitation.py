@@ -21,7 +21,7 @@ from inertial_id.core.excitation import (
     write_trajectory_yaml,
 )
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.links import LinkModel
+from inertial_id.core.link_model import LinkModel
 from inertial_id.core.simulation import BUNDLED_SENSOR_FRAME, bundled_urdf_path
 from inertial_id.links_tool import add_excite_parser, read_joint_csv, run_excite
 

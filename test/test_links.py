@@ -14,17 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inertial_id.core.errors import InertialIdError, ModelError, SampleError, SolverError
-from inertial_id.core.links import (
-    ConstrainedLinkEstimator,
-    FrictionModel,
-    LinkIdentification,
+from inertial_id.core.friction import FrictionModel
+from inertial_id.core.link_model import (
     LinkModel,
     base_parameters,
-    correlation_times,
-    identified_urdf,
-    identify,
     structural_base_parameters,
     transform_parameters,
+)
+from inertial_id.core.link_urdf import identified_urdf
+from inertial_id.core.links import (
+    ConstrainedLinkEstimator,
+    LinkIdentification,
+    correlation_times,
+    identify,
 )
 from inertial_id.core.parameters import (
     BodyParameters,

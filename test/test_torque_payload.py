@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inertial_id.core.links import FrictionModel, LinkModel, transform_parameters
+from inertial_id.core.friction import FrictionModel
+from inertial_id.core.link_model import LinkModel, transform_parameters
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.simulation import (
     BUNDLED_HOME,

@@ -42,7 +42,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError, ModelError
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.links import BaseParameters, LinkModel, structural_base_parameters
+from inertial_id.core.link_model import BaseParameters, LinkModel, structural_base_parameters
 from inertial_id.core.regressor import PAYLOAD_ON_SENSOR, measurement_matrix
 from inertial_id.core.simulation import FourierTrajectory
 

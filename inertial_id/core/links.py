@@ -24,455 +24,41 @@ Conventions
 - Base parameters (Gautier's numerical method, used by Bonnet et al. 2016): ``Y = Y_b K`` and
   ``pi_b = K pi``; ``Y_b`` has full column rank.
 
-Contents: :class:`LinkModel` (reduced chain, CAD, limits, regressor), :func:`base_parameters`,
-:class:`FrictionModel`, :class:`LinkIdentification` (data, WLS with sigma %, PLS, the CAD
-baseline with fitted drive terms), :class:`ConstrainedLinkEstimator` (SDP / QP with the CAD
-prior), :func:`identify` (the workflow) and :func:`identified_urdf` (writing the result).
+Contents: :class:`LinkIdentification` (data, WLS with sigma %, PLS, the CAD baseline with
+fitted drive terms), :class:`ConstrainedLinkEstimator` (SDP / QP with the CAD prior),
+:func:`identify` (the estimator), :func:`identify_links` (the workflow the ``identify-links``
+command, the solver's ``links`` mode and the joint-torque payload share) and the result as
+documents (:func:`estimate_document`, :func:`link_document`). The chain model and base
+parameters are in :mod:`inertial_id.core.link_model`, friction in
+:mod:`inertial_id.core.friction`, writing the URDF in :mod:`inertial_id.core.link_urdf`.
 """
+
 
 from __future__ import annotations
 
 import copy
-import re
-import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import cvxpy as cp
 import numpy as np
-import pinocchio as pin
-import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
 
-from inertial_id.core.errors import InertialIdError, ModelError, SampleError, SolverError
+from inertial_id.core.errors import SampleError, SolverError
 from inertial_id.core.estimators import (
     covariance_factor,
     pseudo_inertia_expression,
     square_root,
 )
-from inertial_id.core.kinematics import SensorKinematics, load_urdf_model, urdf_text
+from inertial_id.core.friction import FrictionModel
+from inertial_id.core.link_model import N_PI, BaseParameters, LinkModel, structural_base_parameters
 from inertial_id.core.parameters import (
-    PI_NAMES,
     BodyParameters,
-    from_pinocchio_order,
     is_physically_consistent,
+    min_pseudo_inertia_eigenvalue,
     pseudo_inertia,
-    skew,
-    symmetric_from_vector,
-    to_pinocchio_order,
-    vector_from_symmetric,
 )
 from inertial_id.core.pls import pls_components_by_rss, pls_path
 from inertial_id.core.statistics import SufficientStatistics
-
-N_PI = 10
-# Column permutation pinocchio -> package order: ours[..., i] = pinocchio's[..., _FROM_PIN[i]].
-_FROM_PIN = from_pinocchio_order(np.arange(N_PI)).astype(int)
-
-
-# --------------------------------------------------------------------------- the chain model
-
-
-def _lock_positions(
-    model: pin.Model, joints: Sequence[str] | None, locked: Mapping[str, float] | None
-) -> dict[str, float]:
-    """Positions of the joints to lock: ``locked``, plus every joint not in ``joints`` at 0
-    (clipped into its limits)."""
-    lock = dict(locked or {})
-    if joints is None:
-        return lock
-    names = list(model.names)[1:]
-    missing = [j for j in joints if j not in names]
-    if missing:
-        raise ModelError(f"joints not in the URDF: {', '.join(missing)}")
-    for name in names:
-        if name in joints or name in lock:
-            continue
-        joint = model.joints[model.getJointId(name)]
-        value = 0.0
-        if joint.nq == 1:
-            lo, hi = model.lowerPositionLimit[joint.idx_q], model.upperPositionLimit[joint.idx_q]
-            if lo <= hi:
-                value = float(np.clip(0.0, lo, hi))
-        lock[name] = value
-    return lock
-
-
-def _floats(text: str | None, default: Sequence[float]) -> list[float]:
-    return [float(v) for v in text.split()] if text else list(default)
-
-
-def urdf_link_inertials(text: str) -> dict[str, BodyParameters]:
-    """Each URDF link's ``<inertial>`` as parameters about the **link frame origin**, link axes."""
-    root = ET.fromstring(text)
-    out: dict[str, BodyParameters] = {}
-    for link in root.iter("link"):
-        inertial = link.find("inertial")
-        if inertial is None or inertial.find("mass") is None:
-            continue
-        origin = inertial.find("origin")
-        xyz = _floats(origin.get("xyz") if origin is not None else None, (0, 0, 0))
-        rpy = _floats(origin.get("rpy") if origin is not None else None, (0, 0, 0))
-        mass = float(inertial.find("mass").get("value", "0"))
-        tensor = inertial.find("inertia")
-        keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
-        values = [float(tensor.get(k, "0")) if tensor is not None else 0.0 for k in keys]
-        inertia = symmetric_from_vector(values)
-        rotation = pin.rpy.rpyToMatrix(*rpy)
-        out[link.get("name")] = BodyParameters.from_mass_com_inertia(
-            mass, xyz, rotation @ inertia @ rotation.T)
-    return out
-
-
-def transform_parameters(pi: ArrayLike, placement: pin.SE3) -> NDArray[np.float64]:
-    """``pi`` of a body given in frame B, expressed in frame A, with ``placement`` = A_M_B."""
-    body = BodyParameters.from_pi(pi)
-    r, p = placement.rotation, placement.translation
-    m, h = body.mass, r @ body.first_moment
-    # I_A = R I_B R^T - m [p]x[p]x - [p]x[h']x - [h']x[p]x  with h' = R h_B (in A's axes).
-    px, hx = skew(p), skew(h)
-    inertia = r @ body.inertia_origin @ r.T - m * px @ px - px @ hx - hx @ px
-    return np.concatenate(([m], h + m * p, vector_from_symmetric(inertia)))
-
-
-class LinkModel:
-    """A URDF chain for link identification: pinocchio model, CAD parameters, limits.
-
-    ``joints`` are the moving joints (every other joint is locked at 0, clipped into its
-    limits, unless ``locked`` gives its position); with ``joints=None`` only ``locked`` joints
-    are locked. Joint order is pinocchio's (depth-first over the URDF tree), see
-    :attr:`joint_names`; only 1-DoF joints are supported.
-    """
-
-    def __init__(
-        self,
-        urdf: str,
-        joints: Sequence[str] | None = None,
-        locked: Mapping[str, float] | None = None,
-        sensor_frame: str = "universe",
-    ) -> None:
-        self.urdf = urdf_text(urdf)
-        full = load_urdf_model(self.urdf)
-        self.locked = _lock_positions(full, joints, locked)
-        # SensorKinematics builds the reduced model and maps positions to configurations.
-        self.kinematics = SensorKinematics(self.urdf, sensor_frame, locked_joints=self.locked)
-        self.model: pin.Model = self.kinematics.model
-        self.data = self.model.createData()
-        self.joint_names: list[str] = list(self.kinematics.joint_names)
-        self.n = len(self.joint_names)
-        self.cad = np.array([BodyParameters.from_pinocchio(self.model.inertias[i]).pi
-                             for i in range(1, self.model.njoints)])
-        self.link_names, self.link_placements = self._child_links()
-        self.own_cad, self.attachments = self._own_and_attached()
-        self._idx_q = [j.idx_q for j in self.model.joints[1:]]
-        self._unbounded = [j.nq == 2 for j in self.model.joints[1:]]
-
-    # -- structure -----------------------------------------------------------------------
-
-    def _child_links(self) -> tuple[list[str], list[pin.SE3]]:
-        """URDF child link of each moving joint and its placement in the joint frame."""
-        root = ET.fromstring(self.urdf)
-        child = {j.get("name"): j.find("child").get("link") for j in root.iter("joint")
-                 if j.find("child") is not None}
-        names, placements = [], []
-        for name in self.joint_names:
-            link = child.get(name)
-            if link is None or not self.model.existFrame(link):
-                raise ModelError(f"joint {name} has no child link frame in the model")
-            frame = self.model.frames[self.model.getFrameId(link)]
-            names.append(link)
-            placements.append(frame.placement.copy())
-        return names, placements
-
-    def _own_and_attached(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """CAD parameters of each child link alone and of the rest of its body (joint frame)."""
-        inertials = urdf_link_inertials(self.urdf)
-        own = np.zeros((self.n, N_PI))
-        for i, (link, placement) in enumerate(zip(self.link_names, self.link_placements,
-                                                  strict=True)):
-            if link in inertials:
-                own[i] = transform_parameters(inertials[link].pi, placement)
-        return own, self.cad - own
-
-    @property
-    def parameter_names(self) -> list[str]:
-        """``joint.m``, ``joint.mcx`` ... for the standard vector (10 per joint)."""
-        return [f"{j}.{p}" for j in self.joint_names for p in PI_NAMES]
-
-    @property
-    def position_limits(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Lower and upper position limits per joint (continuous joints: -pi, pi)."""
-        lo = np.array([-np.pi if u else self.model.lowerPositionLimit[i]
-                       for i, u in zip(self._idx_q, self._unbounded, strict=True)])
-        hi = np.array([np.pi if u else self.model.upperPositionLimit[i]
-                       for i, u in zip(self._idx_q, self._unbounded, strict=True)])
-        return lo, hi
-
-    @property
-    def velocity_limits(self) -> NDArray[np.float64]:
-        """Velocity limit per joint (rad/s or m/s)."""
-        return np.asarray(self.model.velocityLimit, dtype=float).copy()
-
-    @property
-    def effort_limits(self) -> NDArray[np.float64]:
-        """Effort limit per joint (N m or N)."""
-        return np.asarray(self.model.effortLimit, dtype=float).copy()
-
-    def order(self, names: Sequence[str]) -> NDArray[np.intp]:
-        """Index into ``names`` of each model joint (:class:`SampleError` when one is missing)."""
-        position = {n: i for i, n in enumerate(names)}
-        missing = [n for n in self.joint_names if n not in position]
-        if missing:
-            raise SampleError(f"data lack the joints {', '.join(missing)}")
-        return np.array([position[n] for n in self.joint_names], dtype=np.intp)
-
-    # -- dynamics --------------------------------------------------------------------------
-
-    def regressor(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> NDArray[np.float64]:
-        """Joint-torque regressor ``Y`` with ``tau = Y pi``: (N, nv) inputs -> (N, nv, 10 n).
-
-        Columns in the package order per body, parameters about each joint frame's origin.
-        """
-        q, qd, qdd = self.batch(q, qd, qdd)
-        out = np.empty((q.shape[0], self.n, N_PI * self.n))
-        for k in range(q.shape[0]):
-            y = pin.computeJointTorqueRegressor(self.model, self.data,
-                                                self.kinematics.configuration(q[k]), qd[k], qdd[k])
-            out[k] = y.reshape(self.n, self.n, N_PI)[:, :, _FROM_PIN].reshape(self.n, -1)
-        return out
-
-    def inverse_dynamics(self, parameters: ArrayLike, q: ArrayLike, qd: ArrayLike,
-                         qdd: ArrayLike) -> NDArray[np.float64]:
-        """Joint torques by pinocchio's RNEA with ``parameters`` (n, 10) -> (N, nv)."""
-        q, qd, qdd = self.batch(q, qd, qdd)
-        model = self.model.copy()
-        for i, pi in enumerate(np.asarray(parameters, dtype=float).reshape(self.n, N_PI)):
-            model.inertias[i + 1] = pin.Inertia.FromDynamicParameters(to_pinocchio_order(pi))
-        data = model.createData()
-        return np.array([pin.rnea(model, data, self.kinematics.configuration(a), b, c).copy()
-                         for a, b, c in zip(q, qd, qdd, strict=True)])
-
-    def random_states(self, count: int, seed: int = 0) -> tuple[NDArray[np.float64], ...]:
-        """Random positions (within limits), velocities and accelerations, three (N, nv)."""
-        rng = np.random.default_rng(seed)
-        lo, hi = self.position_limits
-        q = rng.uniform(lo, hi, (count, self.n))
-        scale = np.where(self.velocity_limits > 0, self.velocity_limits, 1.0)
-        return q, rng.normal(size=(count, self.n)) * scale, rng.normal(size=(count, self.n)) * 3
-
-    def batch(self, *arrays: ArrayLike) -> list[NDArray[np.float64]]:
-        """The arrays as (N, nv) floats (:class:`SampleError` on a shape mismatch)."""
-        out = [np.atleast_2d(np.asarray(a, dtype=float)) for a in arrays]
-        if any(a.shape != out[0].shape or a.shape[1] != self.n for a in out):
-            raise SampleError(f"expected (N, {self.n}) joint arrays, got "
-                              f"{', '.join(str(a.shape) for a in out)}")
-        return out
-
-
-# ------------------------------------------------------------------------ base parameters
-
-
-@dataclass(frozen=True)
-class BaseParameters:
-    """Base parameters ``pi_b = K pi`` (Gautier's numerical method via pivoted QR).
-
-    ``independent`` are the standard columns kept (ascending); the base regressor is
-    ``Y[..., independent]`` and ``Y = Y_b K`` exactly. ``regrouping`` is ``K`` (n_b, n_s).
-    """
-
-    independent: NDArray[np.intp]
-    regrouping: NDArray[np.float64]
-
-    @property
-    def count(self) -> int:
-        """Number of base parameters."""
-        return int(self.independent.size)
-
-    def base_regressor(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``Y_b`` from a standard regressor (any leading shape)."""
-        return y[..., self.independent]
-
-    def link_of(self, n_links: int) -> NDArray[np.intp]:
-        """Body index (0..n_links-1) of each base parameter: that of its independent
-        column (Bonnet's sub-regressor of the body)."""
-        del n_links  # every independent column belongs to one of the bodies
-        return (self.independent // N_PI).astype(np.intp)
-
-    def expressions(self, names: Sequence[str], digits: int = 4) -> list[str]:
-        """Readable ``pi_b`` entries, e.g. ``arm_2_joint.Izz + 0.01563 arm_3_joint.m``."""
-        out = []
-        for row, col in zip(self.regrouping, self.independent, strict=True):
-            terms = [names[col]]
-            for j in np.flatnonzero(row):
-                if j != col:
-                    terms.append(f"{row[j]:+.{digits}g} {names[j]}")
-            out.append(" ".join(terms))
-        return out
-
-    def standard_closest(self, base: ArrayLike, prior: ArrayLike,
-                         scale: ArrayLike | None = None) -> NDArray[np.float64]:
-        """The standard vector nearest ``prior`` (in ``scale`` units) with ``K pi = base``."""
-        prior = np.asarray(prior, dtype=float).ravel()
-        s = np.ones_like(prior) if scale is None else np.asarray(scale, dtype=float).ravel()
-        ks = self.regrouping * s
-        correction = np.linalg.lstsq(ks, np.asarray(base) - self.regrouping @ prior,
-                                     rcond=None)[0]
-        return prior + s * correction
-
-
-def base_parameters(
-    y: NDArray[np.float64], tolerance: float = 1e-8
-) -> BaseParameters:
-    """Base parameters of a stacked regressor ``y`` (rows, n_s) by QR with column pivoting.
-
-    Columns are scaled to unit norm before the factorisation (zero columns stay dependent);
-    a pivot is independent while ``|R_kk| > tolerance |R_00|``. The regrouping coefficients
-    come from least squares on the unscaled columns, so ``y = y[:, independent] K`` holds to
-    rounding.
-    """
-    y = np.asarray(y, dtype=float).reshape(-1, y.shape[-1])
-    norms = np.linalg.norm(y, axis=0)
-    scaled = y / np.where(norms > 0, norms, 1.0)
-    _, r, perm = scipy.linalg.qr(scaled, mode="economic", pivoting=True)
-    diag = np.abs(np.diag(r))
-    rank = int(np.sum(diag > tolerance * diag[0])) if diag.size and diag[0] > 0 else 0
-    independent = np.sort(perm[:rank])
-    beta = np.linalg.lstsq(y[:, independent], y, rcond=None)[0]
-    beta[np.abs(beta) < 1e-10] = 0.0
-    beta[:, independent] = np.eye(rank)
-    return BaseParameters(independent.astype(np.intp), beta)
-
-
-def structural_base_parameters(model: LinkModel, samples: int = 400, seed: int = 0,
-                               tolerance: float = 1e-8) -> BaseParameters:
-    """Base parameters of ``model`` from the regressor of random states (structural rank)."""
-    return base_parameters(model.regressor(*model.random_states(samples, seed)), tolerance)
-
-
-# ------------------------------------------------------------------------------- friction
-
-
-COULOMB_MODELS = ("asymmetric", "symmetric", "none")
-
-
-@dataclass(frozen=True)
-class FrictionModel:
-    """Friction and offset per joint, linear in its coefficients (effort units).
-
-    - ``coulomb="asymmetric"`` (Traversaro et al. 2013): ``fc+ [qd > v0] - fc- [qd < -v0]``,
-      separate levels for positive and negative motion (both positive when dissipative);
-      ``"symmetric"``: ``fc sign(qd)`` (zero inside the dead band ``v0``);
-    - ``viscous``: ``fv qd``; ``offset``: a constant ``o`` (sensor or controller bias);
-    - ``armature``: ``Ia qdd``, the reflected rotor inertia of the drive (needs ``qdd``);
-      it is collinear with a base parameter when that one only multiplies ``qdd_j`` (the
-      axis inertia of the first joint, typically): then only their sum is identifiable.
-
-    Without rest samples (``|qd| <= v0``) ``fc+``, ``fc-`` and ``o`` are collinear: only
-    ``fc+ + o`` and ``fc- - o`` are identifiable (the statistics then report an infinite
-    sigma for them); use ``symmetric`` with an offset, the same model, for such data.
-    ``velocity_threshold`` is ``v0`` (rad/s or m/s). With ``smooth`` the sign is
-    ``tanh(qd / v0)`` instead of the dead band (``fc+ max(tanh, 0) + fc- min(tanh, 0)`` when
-    asymmetric): a continuous Coulomb term, less sensitive to the velocity noise near rest.
-
-    **Direction memory** (``presliding`` ``x0`` > 0, rad or m): the sign is replaced by a
-    state ``z`` in [-1, 1] that keeps the direction of the last motion through rest (the
-    assumption: a held joint keeps the friction level it last overcame; presliding
-    hysteresis). ``z`` follows Dahl's model ``dz/dx = (1 - z sign(dx)) / x0`` in the joint
-    displacement ``x``, integrated exactly per row: with ``d = qd sample_period`` (zero
-    inside the dead band ``|qd| <= v0``, so velocity noise at rest leaves ``z`` alone),
-    ``z[n] = sign(d) - (sign(d) - z[n-1]) exp(-|d| / x0)``, ``z[-1] = 0`` (direction unknown
-    before the first row). A displacement of a few ``x0`` in one direction takes ``z`` to
-    that sign; reversing moves it continuously to the other. Asymmetric:
-    ``fc+ max(z, 0) + fc- min(z, 0)``. The regressor then depends on the history: its
-    ``qd`` rows must be **one record in time order at ``sample_period``** (a subset of a
-    problem keeps the states computed on the whole record, see
-    :meth:`LinkIdentification.subset`; :meth:`LinkIdentification.with_friction` recomputes
-    them from its own first row). With ``smooth`` as well the sign is
-    ``m + (1 - |m|) z``, ``m = tanh(qd / v0)``: the tanh while moving, the memory near rest.
-    """
-
-    coulomb: str = "asymmetric"
-    viscous: bool = True
-    offset: bool = True
-    velocity_threshold: float = 1e-3
-    armature: bool = False
-    smooth: bool = False
-    presliding: float = 0.0
-    sample_period: float = 0.01
-
-    def __post_init__(self) -> None:
-        if self.coulomb not in COULOMB_MODELS:
-            raise InertialIdError(f"unknown Coulomb model {self.coulomb!r}: {COULOMB_MODELS}")
-        if self.smooth and not self.velocity_threshold > 0:
-            raise InertialIdError("a smooth Coulomb term needs a velocity scale v0 > 0")
-        if self.presliding < 0:
-            raise InertialIdError("the presliding displacement of the memory must be >= 0")
-        if self.presliding > 0 and not self.sample_period > 0:
-            raise InertialIdError("direction memory needs a sample period > 0")
-
-    def direction(self, qd: ArrayLike) -> NDArray[np.float64]:
-        """The direction-memory state ``z`` (N, nv) of velocity rows in time order (see the
-        class docstring); starts from 0."""
-        qd = np.atleast_2d(np.asarray(qd, dtype=float))
-        step = np.where(np.abs(qd) > self.velocity_threshold, qd * self.sample_period, 0.0)
-        sign = np.sign(step)
-        decay = np.exp(-np.abs(step) / self.presliding)
-        z = np.zeros_like(qd)
-        state = np.zeros(qd.shape[1])
-        for n in range(qd.shape[0]):
-            state = sign[n] - (sign[n] - state) * decay[n]
-            z[n] = state
-        return z
-
-    @property
-    def terms(self) -> list[str]:
-        """Names of the per-joint coefficients, in column order."""
-        names = {"asymmetric": ["fc+", "fc-"], "symmetric": ["fc"], "none": []}[self.coulomb]
-        return (names + (["fv"] if self.viscous else []) + (["offset"] if self.offset else [])
-                + (["Ia"] if self.armature else []))
-
-    def names(self, joints: Sequence[str]) -> list[str]:
-        """``joint.term`` for every column (joint-major)."""
-        return [f"{j}.{t}" for j in joints for t in self.terms]
-
-    def regressor(self, qd: ArrayLike, qdd: ArrayLike | None = None) -> NDArray[np.float64]:
-        """(N, nv) velocities (and accelerations) -> (N, nv, nv * terms), block-diagonal.
-
-        With direction memory the rows are one record in time order (class docstring)."""
-        qd = np.atleast_2d(np.asarray(qd, dtype=float))
-        n, nv = qd.shape
-        if self.smooth or self.presliding > 0:
-            if self.presliding > 0 and self.coulomb != "none":
-                sign = self.direction(qd)
-                if self.smooth:
-                    moving = np.tanh(qd / self.velocity_threshold)
-                    sign = moving + (1.0 - np.abs(moving)) * sign
-            else:
-                sign = np.tanh(qd / self.velocity_threshold)
-            moving_up, moving_down = np.clip(sign, 0.0, None), np.clip(-sign, 0.0, None)
-        else:
-            moving_up = (qd > self.velocity_threshold).astype(float)
-            moving_down = (qd < -self.velocity_threshold).astype(float)
-        columns = []
-        if self.coulomb == "asymmetric":
-            columns += [moving_up, -moving_down]
-        elif self.coulomb == "symmetric":
-            columns.append(moving_up - moving_down)
-        if self.viscous:
-            columns.append(qd)
-        if self.offset:
-            columns.append(np.ones_like(qd))
-        if self.armature:
-            if qdd is None:
-                raise SampleError("the armature term needs accelerations")
-            columns.append(np.atleast_2d(np.asarray(qdd, dtype=float)))
-        k = len(columns)
-        out = np.zeros((n, nv, nv * k))
-        for j in range(nv):
-            for c, column in enumerate(columns):
-                out[:, j, j * k + c] = column[:, j]
-        return out
-
 
 # ------------------------------------------------------------------------------ estimates
 
@@ -1137,82 +723,97 @@ def identify(
     return est
 
 
-# --------------------------------------------------------------------------- URDF writing
+# ------------------------------------------------------------------------------ workflow
 
 
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+@dataclass(frozen=True)
+class LinkOptions:
+    """How :func:`identify_links` identifies (the ``identify-links`` options; the solver node's
+    ``links`` mode). ``known_gain``: joint -> drive gain (effort = torque / gain) held fixed;
+    ``max_relative_std`` <= 0 keeps every base parameter in the fit."""
+
+    method: str = "sdp"
+    prior_weight: float = 1e-2
+    friction: FrictionModel = field(default_factory=FrictionModel)
+    fit_gains: bool = False
+    known_gain: dict[str, float] = field(default_factory=dict)
+    refine_gains: int = 0
+    max_relative_std: float = 10.0
+    consistency: str = "link"
+    com_margin: float | None = None
+    coloured_residuals: bool = False
 
 
-def _mask_comments(text: str) -> str:
-    """``text`` with comments blanked (same length, so offsets stay valid)."""
-    return _COMMENT.sub(lambda m: " " * len(m.group(0)), text)
+def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
+                   options: LinkOptions, base: BaseParameters | None = None
+                   ) -> tuple[LinkIdentification, LinkEstimate, LinkEstimate]:
+    """The problem on ``rows`` = (q, qd, qdd, effort), model joint order, the CAD model with
+    its fitted drive terms, and the identified estimate."""
+    known = options.known_gain
+    unknown = [n for n in known if n not in model.joint_names]
+    if unknown:
+        raise SampleError(f"known gains for joints that do not move: {', '.join(unknown)}")
+    scale = np.array([1.0 / known[n] if n in known else 1.0 for n in model.joint_names])
+    problem = LinkIdentification(model, *rows, options.friction, base, effort_scale=scale,
+                                 correlated_residuals=options.coloured_residuals,
+                                 known_scale=[n in known for n in model.joint_names])
+    cad = problem.fit_cad(fit_scale=options.fit_gains)
+    problem.effort_scale = cad.effort_scale.copy()
+    threshold = options.max_relative_std if options.max_relative_std > 0 else None
+    estimate = identify(problem, options.method, prior_weight=options.prior_weight,
+                        consistency=options.consistency, com_margin=options.com_margin,
+                        refine_scale=options.refine_gains, max_relative_std=threshold)
+    return problem, cad, estimate
 
 
-def _format(x: float) -> str:
-    return f"{x:.9g}"
+# ----------------------------------------------------------------------------- documents
 
 
-def _inertial_xml(body: BodyParameters, indent: str, step: str = "  ") -> str:
-    c, i = body.com, body.inertia_com
-    inner = indent + step
-    return (f"<inertial>\n"
-            f'{inner}<origin xyz="{" ".join(_format(v) for v in c)}" rpy="0 0 0"/>\n'
-            f'{inner}<mass value="{_format(body.mass)}"/>\n'
-            f'{inner}<inertia ixx="{_format(i[0, 0])}" ixy="{_format(i[0, 1])}" '
-            f'ixz="{_format(i[0, 2])}" iyy="{_format(i[1, 1])}" iyz="{_format(i[1, 2])}" '
-            f'izz="{_format(i[2, 2])}"/>\n'
-            f"{indent}</inertial>")
-
-
-def _replace_inertial(text: str, link: str, body: BodyParameters) -> str:
-    """Splice a new ``<inertial>`` into ``link``'s element; all other bytes are kept."""
-    masked = _mask_comments(text)
-    start = re.search(rf"<link\s[^>]*name\s*=\s*[\"']{re.escape(link)}[\"'][^>]*?(/?)>", masked)
-    if start is None:
-        raise ModelError(f"link {link!r} not found in the URDF text")
-    line_start = masked.rfind("\n", 0, start.start()) + 1
-    link_indent = re.match(r"[ \t]*", masked[line_start:start.start()]).group(0)
-    if start.group(1) == "/":  # <link name="x"/>: open it
-        opening = text[start.start():start.end() - 2].rstrip() + ">"
-        block = _inertial_xml(body, link_indent + "  ")
-        new = f"{opening}\n{link_indent}  {block}\n{link_indent}</link>"
-        return text[:start.start()] + new + text[start.end():]
-    end = masked.find("</link>", start.end())
-    inner = re.search(r"<inertial\b.*?</inertial>|<inertial\b[^>]*/>",
-                      masked[start.end():end], re.DOTALL)
-    if inner is None:
-        indent = link_indent + "  "
-        insert = f"\n{indent}{_inertial_xml(body, indent)}"
-        return text[:start.end()] + insert + text[start.end():]
-    a, b = start.end() + inner.start(), start.end() + inner.end()
-    line = masked.rfind("\n", 0, a) + 1
-    indent = re.match(r"[ \t]*", masked[line:a]).group(0)
-    block = _inertial_xml(body, indent)
-    comments = _COMMENT.findall(text[a:b])  # keep the element's comments, first inside it
-    if comments:
-        kept = "".join(f"\n{indent}  {c}" for c in comments)
-        block = block.replace("<inertial>", "<inertial>" + kept, 1)
-    return text[:a] + block + text[b:]
-
-
-def identified_urdf(model: LinkModel, standard: ArrayLike) -> str:
-    """The model's URDF text with each child link's ``<inertial>`` replaced.
-
-    Each link gets its own parameters ``pi_i - a_i`` (the identified body minus the CAD of
-    what is rigidly attached), converted to the link frame: mass, ``origin xyz`` = CoM,
-    ``rpy="0 0 0"``, inertia about the CoM in the link's axes. Everything else is kept byte
-    for byte. Raises :class:`SolverError` when a link would get a non-positive mass.
-    """
-    standard = np.asarray(standard, dtype=float).reshape(model.n, N_PI)
-    text = model.urdf
+def link_document(model: LinkModel, standard: NDArray[np.float64]) -> dict:
+    """Per identified link: own parameters in its link frame (as written to the URDF) and the
+    body's ``pi`` about the joint frame with its consistency."""
+    out = {}
     for i, link in enumerate(model.link_names):
         own = standard[i] - model.attachments[i]
-        if own[0] <= 0:
-            raise SolverError(f"link {link} would get a non-positive mass ({own[0]:.4g} kg)")
-        in_link = transform_parameters(own, model.link_placements[i].inverse())
-        text = _replace_inertial(text, link, BodyParameters.from_pi(in_link))
-    try:
-        ET.fromstring(text)
-    except ET.ParseError as exc:  # pragma: no cover - a bug in the splicing
-        raise ModelError(f"the identified URDF does not parse: {exc}") from exc
-    return text
+        body = BodyParameters.from_pi(own)
+        entry = {
+            "joint": model.joint_names[i],
+            "mass": float(body.mass),
+            "pi_joint_frame": [float(v) for v in standard[i]],
+            "physically_consistent": bool(body.is_physically_consistent()),
+            "min_pseudo_inertia_eigenvalue": min_pseudo_inertia_eigenvalue(own),
+            "body_physically_consistent": bool(
+                BodyParameters.from_pi(standard[i]).is_physically_consistent()),
+        }
+        if body.mass > 0:
+            entry["com"] = [float(v) for v in body.com]
+            ic = body.inertia_com
+            entry["inertia_com"] = [float(ic[a, b]) for a, b in
+                                    ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))]
+        out[link] = entry
+    return out
+
+
+def estimate_document(problem: LinkIdentification, estimate: LinkEstimate,
+                      max_relative_std: float = 10.0) -> dict:
+    """Base parameters with sigma %, friction per joint, effort scales."""
+    nb = problem.base.count
+    rel, std = estimate.relative_std, estimate.std
+    base = [{"name": name, "value": float(estimate.base[k]), "std": float(std[k]),
+             "relative_std_percent": float(rel[k]),
+             "identifiable": bool(rel[k] <= max_relative_std)}
+            for k, name in enumerate(problem.base_names)]
+    friction: dict[str, dict[str, float]] = {}
+    for k, name in enumerate(problem.friction_names):
+        joint, term = name.rsplit(".", 1)
+        friction.setdefault(joint, {})[term] = float(estimate.friction[k])
+        friction[joint][f"{term}_relative_std_percent"] = float(rel[nb + k])
+    names = problem.model.joint_names
+    return {
+        "base_parameters": base,
+        "friction": friction,
+        "effort_scale": {n: float(s) for n, s in zip(names, estimate.effort_scale, strict=True)},
+        "drive_gain": {n: (float(1.0 / s) if s != 0 else None)
+                       for n, s in zip(names, estimate.effort_scale, strict=True)},
+        "joint_sigma": {n: float(s) for n, s in zip(names, estimate.joint_sigma, strict=True)},
+    }

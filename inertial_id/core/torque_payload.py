@@ -38,8 +38,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import ModelError, SampleError
 from inertial_id.core.estimators import N_UNKNOWNS, ConsistentEstimator, Estimate
+from inertial_id.core.friction import FrictionModel
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.links import N_PI, FrictionModel, LinkModel
+from inertial_id.core.link_model import N_PI, LinkModel
 from inertial_id.core.regressor import regressor
 from inertial_id.core.statistics import SufficientStatistics
 

@@ -3,7 +3,7 @@
 With ``mode: links`` the solver subscribes ``joint_states`` (sensor_msgs/JointState with
 ``effort``) instead of ``sensor_samples``. It keeps every ``links_decimation``-th state of the
 last ``links_horizon`` seconds and every ``links_solve_period`` seconds identifies the links
-with the same code as ``inertial-id identify-links`` (:func:`inertial_id.links_tool.
+with the same code as ``inertial-id identify-links`` (:func:`inertial_id.core.links.
 identify_links`): positions smoothed and differentiated by a Savitzky-Golay filter on the
 stamps, base parameters, friction and offsets, the URDF's inertials as the prior, per-link
 ``J(pi) >= 0`` (sdp/qp). It publishes ``~/link_parameters`` (inertial_id/InertialParameters,
@@ -30,12 +30,19 @@ from std_msgs.msg import Header, String
 
 from inertial_id.cdr import CdrDecoder
 from inertial_id.core.errors import InertialIdError, SampleError
+from inertial_id.core.friction import FrictionModel
 from inertial_id.core.kinematics import JointMapper, load_urdf_model, movable_joint_names
-from inertial_id.core.links import METHODS, FrictionModel, LinkModel
+from inertial_id.core.link_model import LinkModel
+from inertial_id.core.links import (
+    METHODS,
+    LinkOptions,
+    estimate_document,
+    identify_links,
+    link_document,
+)
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.signals import savitzky_golay
 from inertial_id.core.timepolicy import StampPolicy
-from inertial_id.links_tool import LinkOptions, estimate_document, identify_links, link_document
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import (
     Diagnostics,
