@@ -1,6 +1,8 @@
 """Shared pytest configuration and fixtures."""
 
 import os
+import subprocess
+from collections.abc import Callable
 
 import pytest
 
@@ -28,3 +30,15 @@ def pytest_report_header() -> str:
     except ImportError as exc:
         return f"ROS 2: not importable ({exc})"
     return f"ROS 2 {ros_distro()} (rclpy {'.'.join(map(str, rclpy_version()))})"
+
+
+@pytest.fixture
+def stop_processes() -> Callable[[list[subprocess.Popen]], list[str]]:
+    """SIGTERM every process, then wait up to 30 s for each; returns their outputs (a process
+    that does not end fails the test with ``TimeoutExpired``)."""
+    def stop(processes: list[subprocess.Popen]) -> list[str]:
+        for process in processes:
+            process.terminate()
+        return [process.communicate(timeout=30)[0] for process in processes]
+
+    return stop

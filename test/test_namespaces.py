@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import rclpy
@@ -48,7 +49,8 @@ def _start(ns: str, params_file: Path, env: dict[str, str]) -> list[subprocess.P
 
 
 def test_two_pipelines_in_two_namespaces_estimate_their_own_payloads(
-        tmp_path: Path, ros_env: dict[str, str]) -> None:
+        tmp_path: Path, ros_env: dict[str, str],
+        stop_processes: Callable[[list[subprocess.Popen]], list[str]]) -> None:
     params_file = tmp_path / "test.yaml"
     params_file.write_text(yaml.safe_dump({"/**/solver": {"ros__parameters": {
         "min_samples": 300, "publish_rate": 5.0, "converged_com_std": MARKER}}}))
@@ -80,9 +82,7 @@ def test_two_pipelines_in_two_namespaces_estimate_their_own_payloads(
             executor.spin_until_future_complete(future, timeout_sec=10.0)
             assert future.result().values[0].double_value == MARKER
     finally:
-        for process in processes:
-            process.terminate()
-        outputs = [process.communicate(timeout=30)[0] for process in processes]
+        outputs = stop_processes(processes)
         node.destroy_node()
         rclpy.shutdown(context=context)
     for process, output in zip(processes, outputs, strict=True):

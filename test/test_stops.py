@@ -101,30 +101,27 @@ def test_play_and_the_demo_stop_cleanly(bag: Path, ros_env: dict[str, str], comm
     assert "stopped" in output, output
 
 
+def _stop_script(report_after: float, *lines: str) -> subprocess.CompletedProcess:
+    """Run a Python process that installs the stop handlers (dump after ``report_after`` s),
+    sends itself SIGTERM and runs ``lines``."""
+    script = "\n".join(("import os, signal, time",
+                        "from inertial_id.nodes import stopping",
+                        f"stopping.STOP_REPORT_AFTER = {report_after}",
+                        "stopping.install()",
+                        "os.kill(os.getpid(), signal.SIGTERM)",
+                        "assert stopping.requested()", *lines))
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+
+
 def test_a_stop_that_hangs_prints_where_every_thread_is() -> None:
     """A process that has not ended STOP_REPORT_AFTER after the request dumps its stacks."""
-    script = ("import os, signal, time\n"
-              "from inertial_id.nodes import stopping\n"
-              "stopping.STOP_REPORT_AFTER = 0.3\n"
-              "stopping.install()\n"
-              "def stuck_in_cleanup():\n"
-              "    time.sleep(2.0)\n"
-              "os.kill(os.getpid(), signal.SIGTERM)\n"
-              "assert stopping.requested()\n"
-              "stuck_in_cleanup()\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60)
+    done = _stop_script(0.3, "def stuck_in_cleanup():", "    time.sleep(2.0)",
+                        "stuck_in_cleanup()")
     assert done.returncode == 0, done.stderr
     assert "Timeout" in done.stderr and "stuck_in_cleanup" in done.stderr, done.stderr
 
 
 def test_a_stop_that_ends_in_time_prints_nothing() -> None:
-    script = ("import os, signal, time\n"
-              "from inertial_id.nodes import stopping\n"
-              "stopping.STOP_REPORT_AFTER = 1.5\n"
-              "stopping.install()\n"
-              "os.kill(os.getpid(), signal.SIGTERM)\n"
-              "time.sleep(0.5)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60)
+    done = _stop_script(1.5, "time.sleep(0.5)")
     assert done.returncode == 0 and done.stderr == "", done.stderr

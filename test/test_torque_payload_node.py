@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import rclpy
@@ -38,7 +39,9 @@ def _start(ros_env: dict[str, str]) -> list[subprocess.Popen]:
             for name, args in (("simulator", simulator), ("solver", solver))]
 
 
-def test_the_payload_is_estimated_from_joint_torques_alone(ros_env: dict[str, str]) -> None:
+def test_the_payload_is_estimated_from_joint_torques_alone(
+        ros_env: dict[str, str],
+        stop_processes: Callable[[list[subprocess.Popen]], list[str]]) -> None:
     processes = _start(ros_env)
     context = rclpy.Context()
     rclpy.init(context=context)
@@ -61,9 +64,7 @@ def test_the_payload_is_estimated_from_joint_torques_alone(ros_env: dict[str, st
         assert abs(msg.mass - MASS) < 4.0 * msg.std[0] + 1e-3, (msg.mass, msg.std[0])
         assert list(msg.wrench_offset) == [0.0] * 6
     finally:
-        for process in processes:
-            process.terminate()
-        outputs = [process.communicate(timeout=30)[0] for process in processes]
+        outputs = stop_processes(processes)
         node.destroy_node()
         rclpy.shutdown(context=context)
     for process, output in zip(processes, outputs, strict=True):
