@@ -122,7 +122,7 @@ def test_tunables_change_the_live_objects(context: rclpy.Context) -> None:
     assert online.config.payload.force_noise_std == 0.2
     assert online.identifier.config.forgetting_factor == 0.9999
     assert online.config.converged_mass_std == 0.02 and online.config.gate_margin == 0.1
-    assert solver.decimation == 3
+    assert solver.contacts.decimation == 3
     assert solver.solve_timer.timer_period_ns == 100_000_000
     gatherer = make("gatherer", context)
     (result,) = gatherer.set_parameters([Parameter("publish_rate", value=50.0)])

@@ -223,26 +223,40 @@ class TorquePayloadStream:
         self._q.append(np.asarray(q, dtype=float))
         self._e.append(np.asarray(effort, dtype=float))
 
-    def process(self) -> int:
-        """Add the samples whose filter window is complete; returns how many were added."""
+    def ready(self) -> tuple[NDArray[np.float64], ...] | None:
+        """The pending samples whose filter window is complete, smoothed and differentiated:
+        ``(t, q, qd, qdd, effort)`` (None when there are none); each sample is returned once,
+        and the buffer keeps only the last ``window - 1`` states."""
         from inertial_id.core.signals import savitzky_golay
 
         half = self.window // 2
         n = len(self._t)
         ready = n - half  # samples [done, ready) have a full centred window
         if n < self.window or ready <= self._done:
-            return 0
+            return None
         t, q, e = np.array(self._t), np.array(self._q), np.array(self._e)
-        smooth = [savitzky_golay(t, q, self.window, self.order, d) for d in (0, 1, 2)]
         start = max(self._done, half)
         rows = slice(start, ready)
-        self.identifier.add(smooth[0][rows], smooth[1][rows], smooth[2][rows], e[rows])
-        added = ready - start
-        self.samples += added
+        smooth = [savitzky_golay(t, q, self.window, self.order, d)[rows] for d in (0, 1, 2)]
         keep = max(ready - half, 0)  # the next window needs the last `window - 1` states
         del self._t[:keep], self._q[:keep], self._e[:keep]
         self._done = ready - keep
-        return added
+        return (t[rows], *smooth, e[rows])
+
+    def add(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike) -> None:
+        """Add samples (from :meth:`ready`, possibly a subset) to the statistics."""
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        if q.shape[0]:
+            self.identifier.add(q, qd, qdd, effort)
+            self.samples += q.shape[0]
+
+    def process(self) -> int:
+        """Add every ready sample (:meth:`ready`); returns how many were added."""
+        chunk = self.ready()
+        if chunk is None:
+            return 0
+        self.add(*chunk[1:])
+        return chunk[0].size
 
     def reset(self) -> None:
         """Forget the statistics and the pending states (a new payload)."""

@@ -24,9 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
-from geometry_msgs.msg import InertiaStamped, WrenchStamped
+from geometry_msgs.msg import InertiaStamped
 from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
@@ -35,10 +34,10 @@ from inertial_id import calibration
 from inertial_id.cdr import CdrDecoder
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimators import Estimate
-from inertial_id.core.online import OnlineEstimator, StepResult, Verdicts
+from inertial_id.core.online import OnlineEstimator, Verdicts
 from inertial_id.core.parameters import vector_from_symmetric
 from inertial_id.core.timepolicy import RESETS
-from inertial_id.msg import ContactAnomaly, InertialParameters, SensorSamples
+from inertial_id.msg import InertialParameters, SensorSamples
 from inertial_id.nodes.common import (
     Diagnostics,
     Number,
@@ -51,9 +50,9 @@ from inertial_id.nodes.common import (
     steady_timer,
     to_stamp,
 )
+from inertial_id.nodes.contact import ContactPublisher
 from inertial_id.nodes.conversions import (
     UndecodableError,
-    array_to_wrench,
     body_to_inertia_stamped,
     clear_markers,
     estimate_to_markers,
@@ -102,22 +101,18 @@ class Solver(PipelineNode):
                 f"starting from the saved payload in {values['initial_payload_file']}: "
                 f"{self.initial.body.mass:.4g} kg")
         rate = values["publish_rate"]
-        self.decimation = max(1, values["contact_decimation"])
         self.frame_id = self.initial_frame  # a saved payload is published before data
         self.last_stamp: float | None = None  # s, stamp of the newest sample used
         self.status = (DiagnosticStatus.WARN, "waiting for samples")
         self.samples_received = self.undecodable = self.invalid = 0
         self.upstream = UpstreamLoss()
         self.latencies = RecentValues(LATENCY_WINDOW)
-        self._since_contact_msg = 0
-        self._was_in_contact = False
         self._logged_setup_error = ""
         self.parameters_pub = self.create_publisher(InertialParameters, "~/parameters", 10)
         self.inertia_pub = self.create_publisher(InertiaStamped, "~/inertia", 10)
         self.markers_pub = self.create_publisher(MarkerArray, "~/markers", 10)
         self._markers_drawn = False
-        self.contact_pub = self.create_publisher(ContactAnomaly, "~/contact", 100)
-        self.external_pub = self.create_publisher(WrenchStamped, "~/external_wrench", 100)
+        self.contacts = ContactPublisher(self, values["contact_decimation"])
         self.diagnostics = Diagnostics(self, "payload estimate", self.diagnostic_status)
         self.decoder = CdrDecoder()
         self.create_subscription(SensorSamples, "sensor_samples", self.on_samples, pipeline_qos(),
@@ -136,7 +131,7 @@ class Solver(PipelineNode):
             return
         self.online.reconfigure(online_config(values, self.initial))
         self.calibration_file = self._calibration_path(values["calibration_file"])
-        self.decimation = int(values["contact_decimation"])
+        self.contacts.decimation = max(1, int(values["contact_decimation"]))
         if "publish_rate" in changed:
             set_period(self.solve_timer, 1.0 / float(values["publish_rate"]))
 
@@ -207,7 +202,8 @@ class Solver(PipelineNode):
         for event in step.events:
             self.get_logger().info(f"{event} at t = {step.times[-1]:.3f} s")
         if self.online.estimate is not None:
-            self.publish_contact(step)
+            self.contacts.publish(self.frame_id, step.times, step.residual, step.t2,
+                                  step.contact, step.threshold, self.online.config.confidence)
 
     def _check_frame(self, frame_id: str) -> None:
         """A saved payload holds in the frame it was saved in: say so when the wrenches come
@@ -217,28 +213,6 @@ class Solver(PipelineNode):
             self.get_logger().error(
                 f"initial_payload_file was saved in frame {saved!r} but the wrenches are in "
                 f"{frame_id!r}: the saved payload does not apply; reset or fix the file")
-
-    def publish_contact(self, step: StepResult) -> None:
-        """ContactAnomaly and external wrench, decimated, and at every contact change."""
-        changes = np.flatnonzero(np.diff(np.concatenate(([self._was_in_contact],
-                                                         step.contact))))
-        due = set(changes.tolist())
-        n = step.times.size
-        first = (self.decimation - 1 - self._since_contact_msg) % self.decimation
-        due.update(range(first, n, self.decimation))
-        self._since_contact_msg = (self._since_contact_msg + n) % self.decimation
-        self._was_in_contact = bool(step.contact[-1])
-        for k in sorted(due):
-            header = Header(stamp=to_stamp(float(step.times[k])), frame_id=self.frame_id)
-            residual = array_to_wrench(step.residual[k])
-            trained = bool(np.isfinite(step.threshold))
-            self.contact_pub.publish(ContactAnomaly(
-                header=header, monitor_trained=trained, t2=float(step.t2[k]),
-                threshold=float(step.threshold) if trained else 0.0,
-                confidence=self.online.config.confidence, contact=bool(step.contact[k]),
-                residual=residual,
-            ))
-            self.external_pub.publish(WrenchStamped(header=header, wrench=residual))
 
     def solve_and_publish(self) -> None:
         try:
