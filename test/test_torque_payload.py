@@ -171,3 +171,58 @@ def test_the_stream_adds_each_state_once_as_the_batch_filter_would(
     np.testing.assert_allclose(got.moment, want.moment, rtol=1e-9, atol=1e-12)
     with pytest.raises(Exception, match="not after"):
         stream.push(t[-1], q[-1], effort[-1])
+
+
+def _online_run(contacts: tuple, offset_from: float | None = None,
+                seconds: float = 32.0) -> tuple:
+    """The live joint-torque estimator on the simulated arm at 250 Hz; an optional constant
+    torque offset on joint 2 from ``offset_from`` s (a stiction level left after a push)."""
+    from inertial_id.core.kinematics import SensorKinematics
+    from inertial_id.core.online import OnlineConfig
+    from inertial_id.core.simulation import PayloadSimulation
+    from inertial_id.core.torque_payload import TorquePayloadOnline, TorquePayloadStream
+
+    payload = _payload(0.9, [0.0, 0.02, 0.08], [0.1, 0.1, 0.1])
+    sim = PayloadSimulation(SensorKinematics(URDF, BUNDLED_SENSOR_FRAME),
+                            FourierTrajectory.random(BUNDLED_HOME, seed=1), payload=payload,
+                            contacts=contacts, coulomb_friction=0.0, viscous_friction=0.0)
+    t = np.arange(0.0, seconds, 1 / 250)
+    q, _ = sim.joint_states(t)
+    effort = sim.joint_efforts(t)
+    if offset_from is not None:
+        effort[t >= offset_from, 1] += 1.0
+    links = LinkTorqueModel.from_urdf(URDF)
+    online = TorquePayloadOnline(
+        TorquePayloadStream(TorquePayloadIdentifier(links, BUNDLED_SENSOR_FRAME), 31),
+        OnlineConfig(min_samples=300, training_samples=300))
+    events = []
+    for k in range(t.size):
+        online.stream.push(t[k], q[k], effort[k])
+        if k % 12 == 11:
+            step = online.step()
+            events += [(round(float(step.times[-1]), 2), e) for e in step.events] if step else []
+        if k % 250 == 249:
+            online.solve()
+    return online, events
+
+
+def test_the_live_estimator_flags_a_push_and_keeps_it_out_of_the_estimate() -> None:
+    from inertial_id.core.simulation import Contact
+
+    online, events = _online_run((Contact(22.0, 1.5, (0.0, 40.0, 0.0)),))
+    names = [e for _, e in events]
+    assert names.count("contact_start") == 1 and names.count("contact_end") == 1, events
+    start = next(t for t, e in events if e == "contact_start")
+    assert 22.0 < start < 22.4
+    assert abs(online.estimate.body.mass - 0.9) < 0.005  # the 40 N push would move it 0.1 kg
+    assert online.verdicts.mass
+
+
+def test_a_lasting_residual_level_is_relearned_as_the_new_baseline() -> None:
+    online, events = _online_run((), offset_from=20.0)
+    names = [e for _, e in events]
+    assert "baseline_relearned" in names, events
+    relearned = next(t for t, e in events if e == "baseline_relearned")
+    assert 23.0 < relearned < 24.0  # relearn_after 3 s
+    # Afterwards the monitor trains again and no contact stands at the end.
+    assert names[-1] == "monitor_trained" and not online.monitor.in_contact, events

@@ -11,8 +11,14 @@ the last link's frame, so the payload is the change of the last link's parameter
 ``publish_rate`` it solves (pseudo-inertia LMI) and publishes ``~/parameters``
 (inertial_id/InertialParameters, the F/T mode's message, ``header.frame_id`` the payload
 frame, ``wrench_offset`` zero) and ``~/inertia``, with the same ``converged_*`` verdicts.
-``~/reset`` (std_srvs/Trigger) starts over (a new payload). A failed solve or an inconsistent
-estimate keeps the last published one. Every state enters the statistics once (cumulative).
+Once the mass has converged, the joint residual feeds the contact monitor
+(:class:`~inertial_id.core.torque_payload.TorquePayloadOnline`; ``contact_detection``,
+``confidence``, ``training_samples``): ``~/contact`` and ``~/external_wrench`` carry ``T^2``
+and the external wrench on the payload estimated from the joint torques (payload frame),
+every ``contact_decimation`` states and at every change; flagged states stay out of the
+estimate. ``~/reset`` (std_srvs/Trigger) starts over (a new payload). A failed solve or an
+inconsistent estimate keeps the last published one. Every state enters the statistics once
+(cumulative).
 """
 
 from __future__ import annotations
@@ -31,13 +37,12 @@ from std_srvs.srv import Trigger
 
 from inertial_id.cdr import CdrDecoder
 from inertial_id.core.errors import InertialIdError, ModelError
-from inertial_id.core.estimators import Estimate
 from inertial_id.core.kinematics import JointMapper
-from inertial_id.core.online import verdicts
 from inertial_id.core.timepolicy import StampPolicy
 from inertial_id.core.torque_payload import (
     LinkTorqueModel,
     TorquePayloadIdentifier,
+    TorquePayloadOnline,
     TorquePayloadStream,
 )
 from inertial_id.msg import InertialParameters
@@ -49,9 +54,13 @@ from inertial_id.nodes.common import (
     steady_timer,
     to_stamp,
 )
+from inertial_id.nodes.contact import ContactPublisher
 from inertial_id.nodes.conversions import body_to_inertia_stamped, estimate_to_msg
 from inertial_id.nodes.links import decode_joint_state
 from inertial_id.settings import online_config
+
+STEP_PERIOD = 0.05
+"""s between contact tests of the ready joint states (the estimate is solved at publish_rate)."""
 
 
 def link_model(urdf: str, links_file: str) -> LinkTorqueModel:
@@ -74,10 +83,9 @@ class TorquePayloadMode:
         self.values = dict(values)
         self.config = online_config(values)
         self.decimation = max(1, int(values["links_decimation"]))
-        self.stream: TorquePayloadStream | None = None
+        self.online: TorquePayloadOnline | None = None
         self.mapper: JointMapper | None = None
         self.last_stamp: float | None = None
-        self.estimate: Estimate | None = None
         self.frame = ""  # the payload frame, once the URDF is known
         self.received = self.rejected = self.solves = self.failures = 0
         self.policy = StampPolicy()
@@ -90,6 +98,8 @@ class TorquePayloadMode:
         node.create_subscription(JointState, "joint_states", self.on_joint_state,
                                  sensor_qos(500), raw=True)
         node.create_service(Trigger, "~/reset", self._reset)
+        self.contacts = ContactPublisher(node, values["contact_decimation"])
+        self.step_timer = steady_timer(node, STEP_PERIOD, self.step)
         self.timer = steady_timer(node, 1.0 / float(values["publish_rate"]),
                                   self.solve_and_publish)
         self.description = RobotDescription(node, self.values, self.configure)
@@ -100,7 +110,8 @@ class TorquePayloadMode:
         identifier = TorquePayloadIdentifier(links, str(self.values["payload_frame"]) or None,
                                              epsilon=self.config.payload.epsilon)
         self.frame = identifier.kinematics.sensor_frame
-        self.stream = TorquePayloadStream(identifier, int(self.values["links_window"]))
+        stream = TorquePayloadStream(identifier, int(self.values["links_window"]))
+        self.online = TorquePayloadOnline(stream, self.config)
         self.mapper = JointMapper(links.model.joint_names)
         self.status = (DiagnosticStatus.WARN, "collecting joint states")
         self.node.get_logger().info(
@@ -112,17 +123,20 @@ class TorquePayloadMode:
         del changed
         self.decimation = max(1, int(values["links_decimation"]))
         self.config = online_config(values)
+        self.contacts.decimation = max(1, int(values["contact_decimation"]))
+        if self.online is not None:
+            self.online.config = self.config
 
     def on_joint_state(self, raw: bytes) -> None:
         self.received += 1
-        if self.stream is None or self.mapper is None or (self.received - 1) % self.decimation:
+        if self.online is None or self.mapper is None or (self.received - 1) % self.decimation:
             return
         try:
             stamp, q, effort, jumped = decode_joint_state(raw, self.decoder, self.mapper,
                                                           self.policy, self.last_stamp)
             if jumped:  # a bag played again, a clock reset: start over
-                self.stream.reset()
-            self.stream.push(stamp, q, effort)
+                self.online.reset()
+            self.online.stream.push(stamp, q, effort)
         except InertialIdError as exc:
             self.rejected += 1
             self.node.get_logger().warning(f"joint state dropped: {exc}",
@@ -130,36 +144,49 @@ class TorquePayloadMode:
             return
         self.last_stamp = stamp
 
-    def solve_and_publish(self) -> None:
-        """Add what is ready, solve, publish a consistent estimate (else keep the last)."""
-        if self.stream is None:
+    def step(self) -> None:
+        """Take the ready states: contact test, then into the statistics unless in contact."""
+        if self.online is None:
             return
         try:
-            self.stream.process()
-            if self.stream.samples < self.config.min_samples:
-                return
-            estimate = self.stream.identifier.solve()
-            if not estimate.physically_consistent:
-                raise InertialIdError("the estimate is not physically consistent")
+            step = self.online.step()
+        except InertialIdError as exc:
+            self.node.get_logger().warning(f"joint states not used: {exc}",
+                                           throttle_duration_sec=5.0)
+            return
+        if step is None:
+            return
+        for event in step.events:
+            self.node.get_logger().info(f"{event} at t = {step.times[-1]:.3f} s")
+        if self.online.estimate is not None and self.online.monitor is not None:
+            self.contacts.publish(self.frame, step.times, step.wrench, step.t2, step.contact,
+                                  step.threshold, self.config.confidence)
+
+    def solve_and_publish(self) -> None:
+        """Solve and publish a consistent estimate (else keep the last)."""
+        if self.online is None:
+            return
+        try:
+            estimate = self.online.solve()
         except InertialIdError as exc:
             self.failures += 1
             self.status = (DiagnosticStatus.ERROR, f"solve failed, keeping the last: {exc}")
             self.node.get_logger().warning(self.status[1], throttle_duration_sec=10.0)
             return
-        self.estimate = estimate
+        if estimate is None:
+            return
         self.solves += 1
         header = Header(stamp=to_stamp(self.last_stamp or 0.0), frame_id=self.frame)
-        judged = verdicts(estimate, self.config)
+        judged = self.online.verdicts
         self.parameters_pub.publish(estimate_to_msg(estimate, header, judged))
         self.inertia_pub.publish(body_to_inertia_stamped(estimate.body, header))
         self.status = (DiagnosticStatus.OK if judged.payload else DiagnosticStatus.WARN,
-                       f"{estimate.body.mass:.4g} kg from {self.stream.samples} states"
+                       f"{estimate.body.mass:.4g} kg from {self.online.stream.samples} states"
                        + ("" if judged.payload else " (not converged)"))
 
     def _reset(self, _: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        if self.stream is not None:
-            self.stream.reset()
-        self.estimate = None
+        if self.online is not None:
+            self.online.reset()
         response.success, response.message = True, "payload estimate reset"
         return response
 
@@ -167,9 +194,11 @@ class TorquePayloadMode:
         """Diagnostics: counts and the current mass."""
         values: dict[str, Number] = {
             "joint_states_received": self.received, "joint_states_rejected": self.rejected,
-            "samples_used": self.stream.samples if self.stream else 0,
-            "solves": self.solves, "solve_failures": self.failures}
-        if self.estimate is not None:
-            values["mass_kg"] = float(self.estimate.body.mass)
-            values["mass_std_kg"] = float(self.estimate.std[0])
+            "samples_used": self.online.stream.samples if self.online else 0,
+            "solves": self.solves, "solve_failures": self.failures,
+            "contacts": self.online.contacts if self.online else 0}
+        estimate = self.online.estimate if self.online else None
+        if estimate is not None:
+            values["mass_kg"] = float(estimate.body.mass)
+            values["mass_std_kg"] = float(estimate.std[0])
         return self.status[0], self.status[1], values
