@@ -189,7 +189,7 @@ def joint_data(model: LinkModel, position: JointTable, effort: JointTable,
 # --------------------------------------------------------------------------------- output
 
 
-def _pairs(text: str) -> tuple[str, float]:
+def name_value_pair(text: str) -> tuple[str, float]:
     name, _, value = text.partition("=")
     try:
         return name.strip(), float(value)
@@ -225,7 +225,7 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
     p.add_argument("--train-rows", type=int, nargs=2, metavar=("A", "B"),
                    help="identify on rows [A, B) only (zero-based); other rows are reported "
                    "as validation")
-    p.add_argument("--locked", type=_pairs, nargs="*", default=[], metavar="NAME=VALUE",
+    p.add_argument("--locked", type=name_value_pair, nargs="*", default=[], metavar="NAME=VALUE",
                    help="lock these joints at these positions (every joint absent from the "
                    "CSV is locked, at 0 by default)")
     p.add_argument("--method", choices=METHODS, default="sdp",
@@ -253,7 +253,7 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
     p.add_argument("--fit-gains", action="store_true",
                    help="efforts are not torques: fit each joint's effort scale against the "
                    "CAD torques first")
-    p.add_argument("--known-gain", type=_pairs, nargs="*", default=[], metavar="NAME=K",
+    p.add_argument("--known-gain", type=name_value_pair, nargs="*", default=[], metavar="NAME=K",
                    help="drive gains that are known (torque per effort unit): kept when "
                    "fitting; one known gain anchors the scale of pi")
     p.add_argument("--refine-gains", type=int, default=0, metavar="N",
@@ -382,7 +382,7 @@ def add_excite_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
                    help="optimise for link identification (Bonnet's criterion) instead")
     p.add_argument("--joints", nargs="*", metavar="NAME",
                    help="joints that move (default: all); the others are locked")
-    p.add_argument("--locked", type=_pairs, nargs="*", default=[], metavar="NAME=VALUE",
+    p.add_argument("--locked", type=name_value_pair, nargs="*", default=[], metavar="NAME=VALUE",
                    help="positions of locked joints (default 0)")
     p.add_argument("--duration", type=float, default=10.0,
                    help="period of the trajectory, s (default 10)")

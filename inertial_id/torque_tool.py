@@ -18,7 +18,7 @@ from inertial_id.calibration import estimate_document
 from inertial_id.core.anomaly import contact_intervals
 from inertial_id.core.errors import ModelError, SampleError
 from inertial_id.core.torque_payload import LinkTorqueModel, TorquePayloadIdentifier
-from inertial_id.links_tool import JointData, joint_data, read_joint_bag
+from inertial_id.links_tool import JointData, joint_data, name_value_pair, read_joint_bag
 
 CHECK_HELP = """\
 Check a link model (the YAML `inertial-id identify-links --output` writes) on a recording it
@@ -78,6 +78,9 @@ def add_identify_payload_parser(subparsers: argparse._SubParsersAction
     p.add_argument("--links", type=Path, metavar="MODEL.yaml",
                    help="link model from identify-links (default: the URDF's inertials)")
     p.add_argument("--urdf", help="the URDF (required without --links)")
+    p.add_argument("--drive-gain", type=name_value_pair, nargs="*", default=[], metavar="NAME=K",
+                   help="with --urdf alone: efforts of these joints are in drive units "
+                   "(e.g. A), K N m per unit (a --links model carries its own gains)")
     p.add_argument("--frame",
                    help="payload frame: a URDF frame on the last link (flange, tool); "
                    "default: the last link's own frame")
@@ -92,7 +95,8 @@ def load_link_model(args: argparse.Namespace) -> LinkTorqueModel:
     if path is None:
         if not args.urdf:
             raise ModelError("give --links MODEL.yaml or --urdf URDF")
-        return LinkTorqueModel.from_urdf(args.urdf)
+        return LinkTorqueModel.from_urdf(args.urdf,
+                                         drive_gains=dict(getattr(args, "drive_gain", [])))
     try:
         doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:

@@ -226,3 +226,31 @@ def test_a_lasting_residual_level_is_relearned_as_the_new_baseline() -> None:
     assert 23.0 < relearned < 24.0  # relearn_after 3 s
     # Afterwards the monitor trains again and no contact stands at the end.
     assert names[-1] == "monitor_trained" and not online.monitor.in_contact, events
+
+
+def test_efforts_in_drive_units_need_their_gains(links: LinkTorqueModel) -> None:
+    payload = _payload(1.0, [0.0, 0.02, 0.06], [0.1, 0.1, 0.1])
+    q, qd, qdd, effort = _recording(links, payload, 20.0, 8, noise=0.01)
+    gains = {"shoulder_lift_joint": 12.5, "elbow_joint": 8.0}  # N m per ampere, say
+    names = links.model.joint_names
+    in_units = effort / np.array([gains.get(n, 1.0) for n in names])
+
+    def mass(model: LinkTorqueModel) -> float:
+        identifier = TorquePayloadIdentifier(model, BUNDLED_SENSOR_FRAME)
+        identifier.add(q, qd, qdd, in_units)
+        return identifier.solve().body.mass
+
+    with_gains = LinkTorqueModel.from_urdf(URDF, joint_sigma=np.full(6, 0.01),
+                                           drive_gains=gains)
+    assert abs(mass(with_gains) - 1.0) < 0.02
+    # Without the gains the efforts do not fit: no confident right answer (the conic solver
+    # may even call the badly scaled problem infeasible).
+    from inertial_id.core.errors import SolverError
+
+    try:
+        wrong = mass(LinkTorqueModel.from_urdf(URDF, joint_sigma=np.full(6, 0.01)))
+    except SolverError:
+        wrong = float("nan")
+    assert not abs(wrong - 1.0) < 0.1
+    with pytest.raises(Exception, match="drive gains"):
+        LinkTorqueModel.from_urdf(URDF, drive_gains={"no_joint": 2.0})

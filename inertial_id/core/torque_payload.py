@@ -69,12 +69,19 @@ class LinkTorqueModel:
     @classmethod
     def from_urdf(cls, urdf: str, joints: list[str] | None = None,
                   locked: Mapping[str, float] | None = None,
-                  joint_sigma: ArrayLike | None = None) -> LinkTorqueModel:
-        """The URDF's inertials, no friction, efforts in N m (``s = 1``)."""
+                  joint_sigma: ArrayLike | None = None,
+                  drive_gains: Mapping[str, float] | None = None) -> LinkTorqueModel:
+        """The URDF's inertials, no friction; efforts in N m, or in drive units for the joints
+        of ``drive_gains`` (N m per effort unit: ``s = 1 / gain``)."""
         model = LinkModel(urdf, joints=joints, locked=locked)
+        gains = dict(drive_gains or {})
+        unknown = sorted(set(gains) - set(model.joint_names))
+        if unknown or any(not g > 0 for g in gains.values()):
+            raise ModelError(f"drive gains must be > 0 and for moving joints; got {gains}")
+        scale = np.array([1.0 / gains.get(n, 1.0) for n in model.joint_names])
         none = FrictionModel(coulomb="none", viscous=False, offset=False)
         sigma = np.ones(model.n) if joint_sigma is None else np.asarray(joint_sigma, float)
-        return cls(model, model.cad.copy(), none, np.zeros(0), np.ones(model.n), sigma)
+        return cls(model, model.cad.copy(), none, np.zeros(0), scale, sigma)
 
     @classmethod
     def from_document(cls, doc: Mapping[str, Any], urdf: str | None = None) -> LinkTorqueModel:
