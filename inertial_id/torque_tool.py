@@ -92,6 +92,8 @@ def add_identify_payload_parser(subparsers: argparse._SubParsersAction
 def load_link_model(args: argparse.Namespace) -> LinkTorqueModel:
     """The link model of ``--links`` (with ``--urdf`` overriding its path) or the URDF's."""
     path = getattr(args, "links", None) or getattr(args, "model", None)
+    if path is not None and getattr(args, "drive_gain", None):
+        raise ModelError("--drive-gain is for --urdf alone: a --links model has its own gains")
     if path is None:
         if not args.urdf:
             raise ModelError("give --links MODEL.yaml or --urdf URDF")
@@ -105,8 +107,9 @@ def load_link_model(args: argparse.Namespace) -> LinkTorqueModel:
         raise ModelError(f"{path}: not a link model document")
     try:
         return LinkTorqueModel.from_document(doc, args.urdf)
-    except KeyError as exc:
-        raise ModelError(f"{path}: the link model lacks {exc}") from exc
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ModelError(f"{path}: not a usable link model ({type(exc).__name__}: {exc})"
+                         ) from exc
 
 
 def read_rows(links: LinkTorqueModel, bag: Path, args: argparse.Namespace) -> JointData:
@@ -124,12 +127,15 @@ def _valid(data: JointData) -> tuple[NDArray[np.float64], ...]:
 
 
 def _scores(effort: NDArray[np.float64], predicted: NDArray[np.float64]
-            ) -> tuple[list[float], list[float]]:
+            ) -> tuple[list[float], list[float | None]]:
+    """Per joint the RMS of the residual and ``100 |e - e_hat| / |e|`` (None for a joint
+    whose efforts are all zero: JSON has no NaN)."""
     residual = effort - predicted
     rms = np.sqrt(np.mean(residual ** 2, axis=0))
     norm = np.linalg.norm(effort, axis=0)
-    relative = 100.0 * np.linalg.norm(residual, axis=0) / np.where(norm > 0, norm, np.nan)
-    return rms.tolist(), relative.tolist()
+    relative = [float(100.0 * r / n) if n > 0 else None
+                for r, n in zip(np.linalg.norm(residual, axis=0), norm, strict=True)]
+    return rms.tolist(), relative
 
 
 def run_check_links(args: argparse.Namespace) -> int:
@@ -151,7 +157,8 @@ def run_check_links(args: argparse.Namespace) -> int:
                                                        else ""))
     for j, name in enumerate(doc["joints"]):
         extra = f"{doc['urdf_rms'][j]:>10.4g}" if args.compare_urdf else ""
-        print(f"{name:<22}{rms[j]:>10.4g}{relative[j]:>10.2f}{extra}")
+        error = "-" if relative[j] is None else f"{relative[j]:.2f}"
+        print(f"{name:<22}{rms[j]:>10.4g}{error:>10}{extra}")
     print(f"contacts: {doc['contacts'] or 'none'}")
     if args.json:
         args.json.write_text(json.dumps(doc, indent=2) + "\n")

@@ -106,3 +106,20 @@ def test_a_massless_row_has_no_inertial() -> None:
     urdf = modified_dh_urdf("arm", [DHRow(0.0, 0.0, 0.3), DHRow(0.1, 0.0, 0.0, fixed=True)],
                             [body, None])
     assert urdf.count("<inertial>") == 1 and 'type="fixed"' in urdf
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(-0.5, 0.5), angles, st.floats(-0.5, 0.5), angles),
+                min_size=1, max_size=4),
+       st.lists(angles, min_size=4, max_size=4))
+def test_any_rows_with_any_offsets_give_the_dh_frames(
+        rows: list[tuple[float, float, float, float]], q: list[float]) -> None:
+    table = [DHRow(a, alpha, d, theta) for a, alpha, d, theta in rows]
+    urdf = modified_dh_urdf("arm", table, [None] * len(table))
+    model = load_urdf_model(urdf)
+    data = model.createData()
+    pin.framesForwardKinematics(model, data, np.array(q[:len(table)]))
+    expected = forward_kinematics(table, q[:len(table)])
+    for i, want in enumerate(expected, start=1):
+        got = data.oMf[model.getFrameId(f"arm_link{i}")].homogeneous
+        np.testing.assert_allclose(got, want, atol=1e-9)

@@ -27,7 +27,7 @@ Conventions
 Contents: :class:`LinkIdentification` (data, WLS with sigma %, PLS, the CAD baseline with
 fitted drive terms), :class:`ConstrainedLinkEstimator` (SDP / QP with the CAD prior),
 :func:`identify` (the estimator), :func:`identify_links` (the workflow the ``identify-links``
-command, the solver's ``links`` mode and the joint-torque payload share) and the result as
+command and the solver's ``links`` mode share) and the result as
 documents (:func:`estimate_document`, :func:`link_document`). The chain model and base
 parameters are in :mod:`inertial_id.core.link_model`, friction in
 :mod:`inertial_id.core.friction`, writing the URDF in :mod:`inertial_id.core.link_urdf`.

@@ -104,6 +104,10 @@ class LinkTorqueModel:
                                 dtype=float)
         scale = np.array([doc["effort_scale"][n] for n in model.joint_names], dtype=float)
         sigma = np.array([doc["joint_sigma"][n] for n in model.joint_names], dtype=float)
+        if not (np.all(np.isfinite(scale)) and np.all(scale != 0)
+                and np.all(np.isfinite(sigma)) and np.all(sigma > 0)):
+            raise ModelError("the link model's effort scales must be finite and non-zero, its "
+                             "joint sigmas finite and positive")
         return cls(model, standard, friction, coefficients, scale, sigma)
 
     def efforts(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> NDArray[np.float64]:
@@ -223,6 +227,7 @@ class TorquePayloadStream:
         self._e: list[NDArray[np.float64]] = []
         self._done = 0  # samples of the buffer already in the statistics
         self.samples = 0
+        self.period = float("nan")  # s, median spacing of the states seen in the last window
 
     def push(self, stamp: float, q: ArrayLike, effort: ArrayLike) -> None:
         """One joint state; stamps must increase (:class:`SampleError` otherwise)."""
@@ -244,6 +249,7 @@ class TorquePayloadStream:
         if n < self.window or ready <= self._done:
             return None
         t, q, e = np.array(self._t), np.array(self._q), np.array(self._e)
+        self.period = float(np.median(np.diff(t)))
         start = max(self._done, half)
         rows = slice(start, ready)
         smooth = [savitzky_golay(t, q, self.window, self.order, d)[rows] for d in (0, 1, 2)]
@@ -306,14 +312,21 @@ class TorquePayloadOnline:
     :class:`inertial_id.core.online.OnlineEstimator`).
 
     Each :meth:`step` takes the stream's ready samples; once an estimate whose mass has
-    converged exists, their joint residual ``e - e_links - J^T Y pi`` feeds a Hotelling
+    converged exists, their joint residual ``e - e_links - s J^T Y pi`` feeds a Hotelling
     :class:`T2Monitor` with one component per joint (trained on the first
-    ``config.training_samples`` residuals, then flagging with a :data:`MIN_CONTACT` debounce);
-    flagged samples stay out of the statistics. A contact longer than ``relearn_after`` s is
-    taken for a new residual level (a stiction offset left after a push, a drifting torque
-    sensor): the monitor learns its baseline again from the following samples (event
-    ``baseline_relearned``). The external wrench is the least-squares ``w`` with
-    ``J_f^T w = -residual`` (exact for 6 joints), on the payload, in the payload frame.
+    ``config.training_samples`` residuals, then flagging with a :data:`MIN_CONTACT` debounce
+    in both directions, the ``confidence`` of ``config``). Samples wait :data:`HOLD` s and
+    enter the statistics unless they are within :data:`GATE` s of a contact (its debounce
+    included). The external wrench is the least-squares ``w`` with ``s J_f^T w = -residual``
+    (exact for 6 joints), on the payload, in the payload frame.
+
+    **Adaptive baseline.** A contact longer than ``relearn_after`` s is taken for a new level
+    of the residual (a stiction offset left after a push, a drifting torque sensor): the
+    monitor learns its baseline again from the following samples (event
+    ``baseline_relearned``; they stay out of the statistics while it does), and from then on
+    the change of the baseline's mean is subtracted from the efforts before they enter the
+    statistics (:attr:`offset`, effort units per joint). A new payload is not such a level
+    (its torques vary with the pose): call :meth:`reset` for one.
     ``config``: :class:`OnlineConfig` (min_samples, the verdicts' thresholds, monitor,
     confidence, training_samples).
     """
@@ -323,24 +336,20 @@ class TorquePayloadOnline:
         self.stream = stream
         self.config = config
         self.relearn_after = float(relearn_after)
-        self.estimate: Estimate | None = None
-        self.monitor: T2Monitor | None = None
-        self.contacts = 0
-        self._held: list[tuple[NDArray[np.float64], ...]] = []
-        self._gaps: list[tuple[float, float]] = []  # contact intervals, stamps (s)
-        self._gap_start = float("inf")
+        self.reset()
 
     @property
     def verdicts(self) -> Verdicts:
         """The current estimate's verdicts (:func:`inertial_id.core.online.verdicts`)."""
         return verdicts(self.estimate, self.config)
 
-    def _new_monitor(self, period: float) -> T2Monitor:
+    def _new_monitor(self) -> T2Monitor:
+        period = self.stream.period if self.stream.period > 0 else 0.01
         steps = max(1, int(round(MIN_CONTACT / period)))
         return T2Monitor(confidence=self.config.confidence,
-                                  training_samples=self.config.training_samples,
-                                  components=self.stream.identifier.links.model.n,
-                                  on_samples=steps, off_samples=steps)
+                         training_samples=self.config.training_samples,
+                         components=self.stream.identifier.links.model.n,
+                         on_samples=steps, off_samples=steps)
 
     def step(self) -> TorqueStep | None:
         """Process the stream's ready samples (None when there are none)."""
@@ -352,53 +361,78 @@ class TorquePayloadOnline:
         events: list[str] = []
         t2, contact = np.zeros(n), np.zeros(n, dtype=bool)
         threshold, wrench = float("inf"), np.zeros((n, 6))
+        if not self.config.monitor:
+            self.monitor = None  # switched off: no stale contact may hold samples back
         # The monitor starts once the mass has converged and then keeps watching: a push that
         # spoils the estimate must not switch off the test that keeps it out.
-        if self.config.monitor and self.estimate is not None and (
-                self.monitor is not None or self.verdicts.mass):
+        watching = self.config.monitor and self.estimate is not None and (
+            self.monitor is not None or self.verdicts.mass)
+        if watching:
             identifier = self.stream.identifier
             residual = identifier.residual(q, qd, qdd, effort, self.estimate.pi)
             wrench = self._external_wrench(q, residual)
             if self.monitor is None:
-                period = float(np.median(np.diff(t))) if n > 1 else 0.01
-                self.monitor = self._new_monitor(period)
-            was_ready, was_in = self.monitor.ready, self.monitor.in_contact
-            result = self.monitor.update(t, residual)
-            t2, contact, threshold = result.t2, result.contact, result.threshold
-            if self.monitor.ready and not was_ready:
-                events.append("monitor_trained")
-            if contact.any() and not was_in:
-                events.append("contact_start")
-                self.contacts += 1
-            if was_in and not self.monitor.in_contact:
-                events.append("contact_end")
-                self._gaps.append((self._gap_start, float(t[-1])))
-            start = self.monitor.candidate_start
-            if start is not None:
-                self._gap_start = min(self._gap_start, start) if was_in else start
-            if self.monitor.contact_start is not None and (
-                    t[-1] - self.monitor.contact_start > self.relearn_after):
-                self._gaps.append((self._gap_start, float(t[-1])))
-                self.monitor.reset()
-                events.append("baseline_relearned")
-        self._hold((t, q, qd, qdd, effort))
+                self.monitor = self._new_monitor()
+            elif self.monitor.confidence != self.config.confidence:
+                m = self.monitor
+                m.reconfigure(self.config.confidence, m.training_samples, m.on_samples,
+                              m.off_samples, m.release)
+            events += self._watch(t, residual)
+            result_t2, result_contact, threshold = self._last
+            t2, contact = result_t2, result_contact
+        self._hold((t, q, qd, qdd, effort), watching)
         return TorqueStep(t, wrench, t2, contact, threshold, events)
 
-    def _hold(self, chunk: tuple[NDArray[np.float64], ...]) -> None:
+    def _watch(self, t: NDArray[np.float64], residual: NDArray[np.float64]) -> list[str]:
+        """Run the monitor on one chunk; record contact intervals (gaps in the statistics),
+        the events, and relearn the baseline after a lasting contact."""
+        monitor = self.monitor
+        assert monitor is not None
+        events = []
+        was_ready, was_in = monitor.ready, monitor.in_contact
+        before = len(monitor.intervals)
+        result = monitor.update(t, residual)
+        self._last = (result.t2, result.contact, result.threshold)
+        if monitor.ready and not was_ready:
+            events.append("monitor_trained")
+            if self._baseline is None:
+                self._baseline = monitor.mean.copy()
+            else:  # after a relearning: the level change is an effort offset from now on
+                self.offset = monitor.mean - self._baseline
+        ended = monitor.intervals[before:]
+        started = len(ended) + int(monitor.in_contact) - int(was_in)
+        events += ["contact_start"] * started
+        events += ["contact_end"] * len(ended)
+        self.contacts += started
+        self._gaps += [(c.start, c.end) for c in ended]
+        start = monitor.contact_start
+        if start is not None and t[-1] - start > self.relearn_after:
+            self._gaps.append((start, float(t[-1])))
+            monitor.reset()
+            self._relearning_since = float(t[-1])
+            events.append("baseline_relearned")
+        if self._relearning_since is not None and monitor.ready:
+            self._gaps.append((self._relearning_since, float(t[-1])))
+            self._relearning_since = None
+        return events
+
+    def _hold(self, chunk: tuple[NDArray[np.float64], ...], watching: bool) -> None:
         """Samples wait :data:`HOLD` s before entering the statistics, so those of a contact's
         debounce (above the threshold before the contact is confirmed) and within
-        :data:`GATE` s of it are left out."""
+        :data:`GATE` s of it, and those of a baseline being relearned, are left out."""
         self._held.append(chunk)
         t, q, qd, qdd, effort = (np.concatenate(parts)
                                  for parts in zip(*self._held, strict=True))
-        running = self.monitor.candidate_start if self.monitor is not None else None
         due = t < t[-1] - HOLD
+        running = self.monitor.candidate_start if (watching and self.monitor) else None
         if running is not None:
             due &= t < running - GATE
+        if self._relearning_since is not None:
+            due &= t < self._relearning_since - GATE
         keep = due.copy()
         for start, end in self._gaps:
             keep &= ~((t >= start - GATE) & (t <= end + GATE))
-        self.stream.add(q[keep], qd[keep], qdd[keep], effort[keep])
+        self.stream.add(q[keep], qd[keep], qdd[keep], effort[keep] - self.offset)
         rest = ~due
         self._held = [(t[rest], q[rest], qd[rest], qdd[rest], effort[rest])] if rest.any() else []
         if self._gaps and t[-1] - self._gaps[-1][1] > HOLD + GATE:
@@ -406,10 +440,13 @@ class TorquePayloadOnline:
 
     def _external_wrench(self, q: NDArray[np.float64],
                          residual: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Per sample the least-squares ``w`` with ``J_f^T w = -residual`` (N, 6)."""
-        jt = np.swapaxes(self.stream.identifier.kinematics.jacobians(q), 1, 2)  # (N, nv, 6)
+        """Per sample the least-squares ``w`` with ``s J_f^T w = -residual`` (N, 6): the
+        residual is in effort units, the wrench in N and N m."""
+        identifier = self.stream.identifier
+        torque = residual / identifier.links.effort_scale
+        jt = np.swapaxes(identifier.kinematics.jacobians(q), 1, 2)  # (N, nv, 6)
         return np.array([-np.linalg.lstsq(a, r, rcond=None)[0]
-                         for a, r in zip(jt, residual, strict=True)])
+                         for a, r in zip(jt, torque, strict=True)])
 
     def solve(self) -> Estimate | None:
         """A new estimate once ``min_samples`` are in (kept when consistent; a failure raises
@@ -423,8 +460,14 @@ class TorquePayloadOnline:
         return estimate
 
     def reset(self) -> None:
-        """Start over (a new payload): statistics, estimate and monitor."""
+        """Start over (a new payload): statistics, estimate, monitor and baseline."""
         self.stream.reset()
-        self.estimate = None
-        self.monitor = None
-        self._held, self._gaps, self._gap_start = [], [], float("inf")
+        self.estimate: Estimate | None = None
+        self.monitor: T2Monitor | None = None
+        self.contacts = 0
+        self.offset = np.zeros(self.stream.identifier.links.model.n)
+        self._baseline: NDArray[np.float64] | None = None
+        self._relearning_since: float | None = None
+        self._held: list[tuple[NDArray[np.float64], ...]] = []
+        self._gaps: list[tuple[float, float]] = []  # contact intervals, stamps (s)
+        self._last: tuple = ()

@@ -16,7 +16,12 @@ Once the mass has converged, the joint residual feeds the contact monitor
 ``confidence``, ``training_samples``): ``~/contact`` and ``~/external_wrench`` carry ``T^2``
 and the external wrench on the payload estimated from the joint torques (payload frame),
 every ``contact_decimation`` states and at every change; flagged states stay out of the
-estimate. ``~/reset`` (std_srvs/Trigger) starts over (a new payload). A failed solve or an
+estimate. The contact timing is in seconds (``MIN_CONTACT``, ``GATE`` of the core module:
+measured on a real arm), so ``on_samples``, ``off_samples``, ``release``, ``gate_margin`` and
+``payload_change_after`` of the F/T mode do not apply here; a lasting residual level is taken
+for a joint torque offset, not a new payload: call ``~/reset`` after a grasp. Without
+``links_file``, ``links_joints`` names the joints that move (the others are locked at 0).
+``~/reset`` (std_srvs/Trigger) starts over (a new payload). A failed solve or an
 inconsistent estimate keeps the last published one. Every state enters the statistics once
 (cumulative).
 """
@@ -51,6 +56,7 @@ from inertial_id.nodes.common import (
     Number,
     RobotDescription,
     sensor_qos,
+    set_period,
     steady_timer,
     to_stamp,
 )
@@ -63,15 +69,17 @@ STEP_PERIOD = 0.05
 """s between contact tests of the ready joint states (the estimate is solved at publish_rate)."""
 
 
-def link_model(urdf: str, links_file: str) -> LinkTorqueModel:
+def link_model(urdf: str, links_file: str, joints: list[str]) -> LinkTorqueModel:
     """The arm's own torques: the identified model of ``links_file`` on ``urdf``, or the
-    URDF's inertials when no file is named."""
+    URDF's inertials when no file is named (``joints`` move, empty: every movable joint; the
+    others are locked at 0, e.g. a gripper's fingers)."""
     if not links_file:
-        return LinkTorqueModel.from_urdf(urdf)
+        return LinkTorqueModel.from_urdf(urdf, joints=joints or None)
     try:
         doc = yaml.safe_load(Path(links_file).expanduser().read_text(encoding="utf-8"))
         return LinkTorqueModel.from_document(doc, urdf)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError, ValueError,
+            AttributeError) as exc:
         raise ModelError(f"links_file {links_file}: not a usable link model ({exc})") from exc
 
 
@@ -106,7 +114,8 @@ class TorquePayloadMode:
 
     def configure(self, urdf: str) -> None:
         """The link model and the payload's stream once the URDF is known."""
-        links = link_model(urdf, str(self.values["links_file"]))
+        links = link_model(urdf, str(self.values["links_file"]),
+                           list(self.values["links_joints"]))
         identifier = TorquePayloadIdentifier(links, str(self.values["payload_frame"]) or None,
                                              epsilon=self.config.payload.epsilon)
         self.frame = identifier.kinematics.sensor_frame
@@ -119,13 +128,16 @@ class TorquePayloadMode:
             f"{self.frame}")
 
     def reconfigure(self, values: Mapping[str, Any], changed: set[str]) -> None:
-        """Runtime changes: the decimation and the verdicts' thresholds."""
-        del changed
+        """Runtime changes: decimations, publish period, epsilon, the verdicts' thresholds and
+        the contact test's switch and confidence."""
         self.decimation = max(1, int(values["links_decimation"]))
         self.config = online_config(values)
         self.contacts.decimation = max(1, int(values["contact_decimation"]))
+        if "publish_rate" in changed:
+            set_period(self.timer, 1.0 / float(values["publish_rate"]))
         if self.online is not None:
             self.online.config = self.config
+            self.online.stream.identifier.estimator.epsilon = self.config.payload.epsilon
 
     def on_joint_state(self, raw: bytes) -> None:
         self.received += 1
