@@ -142,3 +142,75 @@ def load_recording(data_dir: Path = DEFAULT_DATA_DIR, rate: float = 1000.0,
     qd_f = low_pass(qd)
     return Recording(t, low_pass(q), qd_f, np.gradient(qd_f, 1.0 / rate, axis=0),
                      low_pass(tau), tau)
+
+
+# ------------------------------------------------------------ the authors' released model
+#
+# The ``.m`` files of ``reference_model`` are MATLAB Symbolic Toolbox output: temporaries
+# ``tN = expression;`` and one final matrix literal. :func:`_matlab_function` turns such a file
+# into a vectorised numpy function of the joint arrays (each ``q(i)``, ``dq(i)`` an (N,) array).
+
+
+def _python_expression(text: str) -> str:
+    """A MATLAB scalar expression as Python: element-wise operators, 1-based indexing."""
+    import re
+
+    text = text.replace(".^", "**").replace("^", "**").replace(".*", "*").replace("./", "/")
+    return re.sub(r"\b(q|dq|Bstack_hat)\((\d+)\)",
+                  lambda m: f"{m.group(1)}[{int(m.group(2)) - 1}]", text)
+
+
+def _matlab_function(path: Path, result: str, shape: tuple[int, ...]) -> object:
+    """``f(q, dq)`` (each a list of (N,) arrays) -> array of ``shape + (N,)``, evaluating the
+    file's statements in order; ``result`` is the name of its output."""
+    import re
+
+    body = path.read_text()
+    body = re.sub(r"%[^\n]*", "", body)                 # comments
+    body = re.sub(r"\.\.\.\s*\n", " ", body)            # continuations
+    body = body[body.index("\n", body.index("function")):]
+    statements = [s.strip() for s in body.split(";\n") if s.strip()]
+    lines = []
+    for statement in statements:
+        name, _, value = statement.partition("=")
+        name, value = name.strip(), value.strip().rstrip(";")
+        if not re.fullmatch(r"[A-Za-z_]\w*", name):
+            continue
+        if value.startswith("["):
+            rows = [r for r in value.strip("[]").split(";") if r.strip()]
+            cells = [c for r in rows for c in r.split(",")]
+            value = "_stack([" + ", ".join(_python_expression(c) for c in cells) + "])"
+        else:
+            value = _python_expression(value)
+        lines.append(f"{name} = {value}")
+    source = "\n".join(lines)
+    code = compile(source, str(path), "exec")
+
+    def function(q: list, dq: list) -> NDArray[np.float64]:
+        n = np.broadcast(*q).shape
+
+        def _stack(cells: list) -> NDArray[np.float64]:
+            return np.array([np.broadcast_to(c, n) for c in cells])
+
+        scope = {"q": q, "dq": dq, "cos": np.cos, "sin": np.sin, "sqrt": np.sqrt,
+                 "_stack": _stack, "np": np}
+        exec(code, scope)  # noqa: S102 - the authors' model files, read as formulas
+        return np.asarray(scope[result]).reshape(shape + n)
+
+    return function
+
+
+def reverse_engineered_torques(q: NDArray[np.float64], qd: NDArray[np.float64],
+                               qdd: NDArray[np.float64], data_dir: Path = DEFAULT_DATA_DIR
+                               ) -> NDArray[np.float64]:
+    """The authors' released model (``get_MassMatrix``, ``get_CoriolisVector``,
+    ``get_GravityVector`` with Table III's reverse-engineered coefficients, plus
+    ``get_FrictionTorque``): ``M(q) qdd + c(q, qd) + g(q) + tau_f(qd)``, (N, 7) N m."""
+    folder = Path(data_dir) / "reference_model"
+    mass = _matlab_function(folder / "get_MassMatrix.m", "MassMatrix", (7, 7))
+    coriolis = _matlab_function(folder / "get_CoriolisVector.m", "cqdq", (7,))
+    gravity = _matlab_function(folder / "get_GravityVector.m", "g_li_hat", (7,))
+    qs, dqs = list(q.T), list(qd.T)
+    m = mass(qs, dqs)                                   # (7, 7, N)
+    return (np.einsum("ijn,nj->ni", m, qdd) + coriolis(qs, dqs).T + gravity(qs, dqs).T
+            + published_friction(qd))
