@@ -42,7 +42,7 @@ from inertial_id.core.estimators import N_UNKNOWNS, ConsistentEstimator, Estimat
 from inertial_id.core.friction import FrictionModel
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.link_model import N_PI, LinkModel
-from inertial_id.core.online import OnlineConfig, Verdicts, verdicts
+from inertial_id.core.online import OnlineConfig, StepResult, Verdicts, verdicts
 from inertial_id.core.regressor import regressor
 from inertial_id.core.statistics import SufficientStatistics
 
@@ -292,21 +292,6 @@ HOLD = MIN_CONTACT + 2 * GATE
 """s a sample waits before it enters the statistics (a contact is confirmed by then)."""
 
 
-@dataclass(frozen=True)
-class TorqueStep:
-    """What one :meth:`TorquePayloadOnline.step` saw: stamps (N,), the external wrench on the
-    payload estimated from the joint residual (N, 6; zeros before an estimate), ``T^2`` and
-    contact flags (N,), the threshold (inf while the monitor trains) and events
-    (``"monitor_trained"``, ``"contact_start"``, ``"contact_end"``, ``"baseline_relearned"``)."""
-
-    times: NDArray[np.float64]
-    wrench: NDArray[np.float64]
-    t2: NDArray[np.float64]
-    contact: NDArray[np.bool_]
-    threshold: float
-    events: list[str]
-
-
 class TorquePayloadOnline:
     """The live joint-torque payload with contact monitoring (the joint-torque counterpart of
     :class:`inertial_id.core.online.OnlineEstimator`).
@@ -351,8 +336,13 @@ class TorquePayloadOnline:
                          components=self.stream.identifier.links.model.n,
                          on_samples=steps, off_samples=steps)
 
-    def step(self) -> TorqueStep | None:
-        """Process the stream's ready samples (None when there are none)."""
+    def step(self) -> StepResult | None:
+        """Process the stream's ready samples (None when there are none): a
+        :class:`~inertial_id.core.online.StepResult` whose ``residual`` is the external wrench
+        on the payload (N, 6; zeros before an estimate; for an F/T sensor reporting
+        ``payload_on_sensor`` the F/T residual is that same wrench), and whose events are
+        ``"monitor_trained"``, ``"contact_start"``, ``"contact_end"``,
+        ``"baseline_relearned"``."""
         chunk = self.stream.ready()
         if chunk is None:
             return None
@@ -381,7 +371,7 @@ class TorquePayloadOnline:
             result_t2, result_contact, threshold = self._last
             t2, contact = result_t2, result_contact
         self._hold((t, q, qd, qdd, effort), watching)
-        return TorqueStep(t, wrench, t2, contact, threshold, events)
+        return StepResult(t, wrench, t2, contact, threshold, events)
 
     def _watch(self, t: NDArray[np.float64], residual: NDArray[np.float64]) -> list[str]:
         """Run the monitor on one chunk; record contact intervals (gaps in the statistics),

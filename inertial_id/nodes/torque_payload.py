@@ -171,7 +171,7 @@ class TorquePayloadMode:
         for event in step.events:
             self.node.get_logger().info(f"{event} at t = {step.times[-1]:.3f} s")
         if self.online.estimate is not None and self.online.monitor is not None:
-            self.contacts.publish(self.frame, step.times, step.wrench, step.t2, step.contact,
+            self.contacts.publish(self.frame, step.times, step.residual, step.t2, step.contact,
                                   step.threshold, self.config.confidence)
 
     def solve_and_publish(self) -> None:
