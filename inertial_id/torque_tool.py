@@ -78,6 +78,10 @@ def add_identify_payload_parser(subparsers: argparse._SubParsersAction
     p.add_argument("--links", type=Path, metavar="MODEL.yaml",
                    help="link model from identify-links (default: the URDF's inertials)")
     p.add_argument("--urdf", help="the URDF (required without --links)")
+    p.add_argument("--locked", type=name_value_pair, nargs="*", default=[],
+                   metavar="NAME=VALUE",
+                   help="with --urdf alone: hold these joints at these positions (rad, m) and "
+                   "leave them out, e.g. a gripper's fingers (a --links model has its own)")
     p.add_argument("--drive-gain", type=name_value_pair, nargs="*", default=[], metavar="NAME=K",
                    help="with --urdf alone: efforts of these joints are in drive units "
                    "(e.g. A), K N m per unit (a --links model carries its own gains)")
@@ -92,12 +96,13 @@ def add_identify_payload_parser(subparsers: argparse._SubParsersAction
 def load_link_model(args: argparse.Namespace) -> LinkTorqueModel:
     """The link model of ``--links`` (with ``--urdf`` overriding its path) or the URDF's."""
     path = getattr(args, "links", None) or getattr(args, "model", None)
-    if path is not None and getattr(args, "drive_gain", None):
-        raise ModelError("--drive-gain is for --urdf alone: a --links model has its own gains")
+    if path is not None and (getattr(args, "drive_gain", None) or getattr(args, "locked", None)):
+        raise ModelError("--drive-gain and --locked are for --urdf alone: a --links model has "
+                         "its own gains and locked joints")
     if path is None:
         if not args.urdf:
             raise ModelError("give --links MODEL.yaml or --urdf URDF")
-        return LinkTorqueModel.from_urdf(args.urdf,
+        return LinkTorqueModel.from_urdf(args.urdf, locked=dict(getattr(args, "locked", [])),
                                          drive_gains=dict(getattr(args, "drive_gain", [])))
     try:
         doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
@@ -180,6 +185,7 @@ def run_identify_payload(args: argparse.Namespace) -> int:
     doc = {"estimate": estimate_document(estimate, frame),
            "samples_used": int(t.size),
            "source": "joint_torques",
+           "joints": links.model.joint_names,
            "joint_sigma": dict(zip(links.model.joint_names,
                                    [float(s) for s in links.joint_sigma], strict=True))}
     e = doc["estimate"]

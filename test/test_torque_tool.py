@@ -111,3 +111,20 @@ def test_without_a_frame_the_payload_is_the_change_of_the_last_links_parameters(
     estimate = yaml.safe_load(out.read_text())["estimate"]
     assert estimate["frame"] == "wrist_3_link"
     assert abs(estimate["mass"] - 0.8) < 0.02 * 0.8
+
+
+def test_a_locked_joint_is_held_and_left_out(bags: dict[str, Path], tmp_path: Path,
+                                             capsys: pytest.CaptureFixture) -> None:
+    """With --urdf alone, --locked holds a joint and leaves it out of the chain the payload is
+    identified with (the bag's states for it are ignored); with --links it is refused."""
+    out = tmp_path / "payload.yaml"
+    assert cli.main(["identify-payload", "--bag", str(bags["loaded"]), "--urdf", URDF,
+                     "--unloaded", str(bags["unloaded"]), "--locked", "wrist_3_joint=0.0",
+                     "--frame", "ft_sensor", "--output", str(out)]) == 0
+    doc = yaml.safe_load(out.read_text())
+    assert doc["estimate"]["frame"] == "ft_sensor"
+    assert "wrist_3_joint" not in doc["joints"] and "wrist_2_joint" in doc["joints"]
+    assert cli.main(["identify-payload", "--bag", str(bags["loaded"]), "--links",
+                     str(bags["unloaded"].parent / "model.yaml"), "--locked",
+                     "wrist_3_joint=0.0"]) == 3
+    assert "for --urdf alone" in capsys.readouterr().err
