@@ -147,6 +147,7 @@ class PayloadSimulation:
         self.offset = np.asarray(self.offset, dtype=float)
         self._rng = np.random.default_rng(self.seed)
         self._effort_rng = np.random.default_rng([self.seed, 2])  # its own stream
+        self._dynamics: tuple | None = None
         self.payload_changes = tuple(sorted(self.payload_changes, key=lambda c: c[0]))
 
     def payload_at(self, t: float) -> BodyParameters:
@@ -199,9 +200,11 @@ class PayloadSimulation:
         the kinematics' gravity) + payload and contact at the sensor frame + friction."""
         q, qd, qdd = self.trajectory(times)
         k = self.kinematics
-        model = k.model.copy()
-        model.gravity.linear = k.gravity
-        data = model.createData()
+        if self._dynamics is None:  # the URDF's bodies under the kinematics' gravity, once
+            model = k.model.copy()
+            model.gravity.linear = k.gravity
+            self._dynamics = (model, model.createData())
+        model, data = self._dynamics
         links = np.array([pin.rnea(model, data, c, v, a) for c, v, a in
                           zip(k.configuration(q), qd, qdd, strict=True)])
         twist, proper = k.compute(q, qd, qdd)
