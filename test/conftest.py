@@ -39,6 +39,18 @@ def stop_processes() -> Callable[[list[subprocess.Popen]], list[str]]:
     def stop(processes: list[subprocess.Popen]) -> list[str]:
         for process in processes:
             process.terminate()
-        return [process.communicate(timeout=30)[0] for process in processes]
+        outputs = []
+        for process in processes:
+            try:
+                outputs.append(process.communicate(timeout=30)[0])
+            except subprocess.TimeoutExpired:
+                # The whole output (communicate again returns all of it), with the stacks the
+                # node dumps 10 s into a stop that hangs (inertial_id.nodes.stopping): pytest
+                # would truncate it in the traceback.
+                process.kill()
+                output = process.communicate()[0]
+                raise AssertionError(f"{process.args[0]} did not stop within 30 s of SIGTERM; "
+                                     f"its output:\n{output}") from None
+        return outputs
 
     return stop
