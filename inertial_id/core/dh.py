@@ -20,9 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pinocchio as pin
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import ModelError
+from inertial_id.core.link_urdf import inertial_xml
 from inertial_id.core.parameters import BodyParameters
 
 
@@ -62,15 +64,6 @@ def _f(x: float) -> str:
     return f"{x:.12g}"
 
 
-def _inertial(body: BodyParameters) -> str:
-    c = body.com
-    i = body.inertia_com
-    return (f'    <inertial>\n      <origin xyz="{_f(c[0])} {_f(c[1])} {_f(c[2])}" rpy="0 0 0"/>\n'
-            f'      <mass value="{_f(body.mass)}"/>\n'
-            f'      <inertia ixx="{_f(i[0, 0])}" ixy="{_f(i[0, 1])}" ixz="{_f(i[0, 2])}" '
-            f'iyy="{_f(i[1, 1])}" iyz="{_f(i[1, 2])}" izz="{_f(i[2, 2])}"/>\n    </inertial>\n')
-
-
 def modified_dh_urdf(
     name: str,
     rows: Sequence[DHRow],
@@ -99,12 +92,13 @@ def modified_dh_urdf(
     k = 0
     for i, (row, body) in enumerate(zip(rows, bodies, strict=True), start=1):
         link = f"{name}_link{i}"
-        parts.append(f'  <link name="{link}">\n{_inertial(body) if body else ""}  </link>\n')
+        inertial = f"    {inertial_xml(body, '    ', digits=12)}\n" if body else ""
+        parts.append(f'  <link name="{link}">\n{inertial}  </link>\n')
         # origin = Trans_x(a) Rot_x(alpha) Trans_z(d) Rot_z(theta): xyz and rpy (roll alpha,
         # then yaw theta about the rotated z: URDF rpy is Rz(y) Ry(p) Rx(r) in the parent).
-        rotation = _rot_x(row.alpha) @ _rot_z(row.theta)
-        xyz = np.array([row.a, 0.0, 0.0]) + _rot_x(row.alpha) @ np.array([0.0, 0.0, row.d])
-        rpy = _rpy(rotation)
+        roll = pin.utils.rotate("x", row.alpha)
+        xyz = np.array([row.a, 0.0, 0.0]) + roll @ np.array([0.0, 0.0, row.d])
+        rpy = pin.rpy.matrixToRpy(roll @ pin.utils.rotate("z", row.theta))
         kind = "fixed" if row.fixed else "revolute"
         joint = [f'  <joint name="{name}_joint{i}" type="{kind}">\n',
                  f'    <parent link="{name}_link{i - 1}"/>\n    <child link="{link}"/>\n',
@@ -120,22 +114,3 @@ def modified_dh_urdf(
         parts.extend(joint)
     parts.append("</robot>\n")
     return "".join(parts)
-
-
-def _rot_x(angle: float) -> NDArray[np.float64]:
-    c, s = np.cos(angle), np.sin(angle)
-    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
-
-
-def _rot_z(angle: float) -> NDArray[np.float64]:
-    c, s = np.cos(angle), np.sin(angle)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-
-
-def _rpy(r: NDArray[np.float64]) -> NDArray[np.float64]:
-    """URDF roll-pitch-yaw of a rotation ``R = Rz(yaw) Ry(pitch) Rx(roll)``."""
-    pitch = np.arcsin(-np.clip(r[2, 0], -1.0, 1.0))
-    roll = np.arctan2(r[2, 1], r[2, 2])
-    yaw = np.arctan2(r[1, 0], r[0, 0])
-    return np.array([roll, pitch, yaw])
-

@@ -27,19 +27,20 @@ def _mask_comments(text: str) -> str:
     return _COMMENT.sub(lambda m: " " * len(m.group(0)), text)
 
 
-def _format(x: float) -> str:
-    return f"{x:.9g}"
+def inertial_xml(body: BodyParameters, indent: str, step: str = "  ", digits: int = 9) -> str:
+    """A URDF ``<inertial>`` element of ``body`` (origin at the CoM, the link's axes, inertia
+    about the CoM), its inner lines indented by ``indent + step``, numbers to ``digits``
+    significant digits."""
+    def f(x: float) -> str:
+        return f"{x:.{digits}g}"
 
-
-def _inertial_xml(body: BodyParameters, indent: str, step: str = "  ") -> str:
     c, i = body.com, body.inertia_com
     inner = indent + step
     return (f"<inertial>\n"
-            f'{inner}<origin xyz="{" ".join(_format(v) for v in c)}" rpy="0 0 0"/>\n'
-            f'{inner}<mass value="{_format(body.mass)}"/>\n'
-            f'{inner}<inertia ixx="{_format(i[0, 0])}" ixy="{_format(i[0, 1])}" '
-            f'ixz="{_format(i[0, 2])}" iyy="{_format(i[1, 1])}" iyz="{_format(i[1, 2])}" '
-            f'izz="{_format(i[2, 2])}"/>\n'
+            f'{inner}<origin xyz="{" ".join(f(v) for v in c)}" rpy="0 0 0"/>\n'
+            f'{inner}<mass value="{f(body.mass)}"/>\n'
+            f'{inner}<inertia ixx="{f(i[0, 0])}" ixy="{f(i[0, 1])}" ixz="{f(i[0, 2])}" '
+            f'iyy="{f(i[1, 1])}" iyz="{f(i[1, 2])}" izz="{f(i[2, 2])}"/>\n'
             f"{indent}</inertial>")
 
 
@@ -53,7 +54,7 @@ def _replace_inertial(text: str, link: str, body: BodyParameters) -> str:
     link_indent = re.match(r"[ \t]*", masked[line_start:start.start()]).group(0)
     if start.group(1) == "/":  # <link name="x"/>: open it
         opening = text[start.start():start.end() - 2].rstrip() + ">"
-        block = _inertial_xml(body, link_indent + "  ")
+        block = inertial_xml(body, link_indent + "  ")
         new = f"{opening}\n{link_indent}  {block}\n{link_indent}</link>"
         return text[:start.start()] + new + text[start.end():]
     end = masked.find("</link>", start.end())
@@ -61,12 +62,12 @@ def _replace_inertial(text: str, link: str, body: BodyParameters) -> str:
                       masked[start.end():end], re.DOTALL)
     if inner is None:
         indent = link_indent + "  "
-        insert = f"\n{indent}{_inertial_xml(body, indent)}"
+        insert = f"\n{indent}{inertial_xml(body, indent)}"
         return text[:start.end()] + insert + text[start.end():]
     a, b = start.end() + inner.start(), start.end() + inner.end()
     line = masked.rfind("\n", 0, a) + 1
     indent = re.match(r"[ \t]*", masked[line:a]).group(0)
-    block = _inertial_xml(body, indent)
+    block = inertial_xml(body, indent)
     comments = _COMMENT.findall(text[a:b])  # keep the element's comments, first inside it
     if comments:
         kept = "".join(f"\n{indent}  {c}" for c in comments)
