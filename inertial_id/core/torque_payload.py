@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from inertial_id.core.anomaly import T2Monitor
+from inertial_id.core.anomaly import T2Monitor, T2Result
 from inertial_id.core.errors import ModelError, SampleError, SolverError
 from inertial_id.core.estimators import N_UNKNOWNS, ConsistentEstimator, Estimate
 from inertial_id.core.friction import FrictionModel
@@ -44,6 +44,7 @@ from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.link_model import N_PI, LinkModel
 from inertial_id.core.online import OnlineConfig, StepResult, Verdicts, verdicts
 from inertial_id.core.regressor import regressor
+from inertial_id.core.signals import savitzky_golay
 from inertial_id.core.statistics import SufficientStatistics
 
 N_OFFSET = N_UNKNOWNS - N_PI
@@ -112,8 +113,12 @@ class LinkTorqueModel:
 
     def efforts(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> NDArray[np.float64]:
         """Predicted efforts (N, nv) of the arm alone."""
+        return self.rigid_efforts(q, qd, qdd) + self.friction_efforts(qd, qdd)
+
+    def rigid_efforts(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> NDArray[np.float64]:
+        """The rigid-body part of the efforts, ``s (Y pi_links)`` (N, nv)."""
         rigid = np.einsum("njp,p->nj", self.model.regressor(q, qd, qdd), self.standard.ravel())
-        return self.effort_scale * rigid + self.friction_efforts(qd, qdd)
+        return self.effort_scale * rigid
 
     def friction_efforts(self, qd: ArrayLike, qdd: ArrayLike) -> NDArray[np.float64]:
         """The friction and offset part of the efforts (N, nv)."""
@@ -130,8 +135,7 @@ class LinkTorqueModel:
         friction = friction or (self.friction if self.coefficients.size else FrictionModel(
             coulomb="symmetric", smooth=True, velocity_threshold=0.03))
         q, qd, qdd, effort = self.model.batch(q, qd, qdd, effort)
-        rigid = self.effort_scale * np.einsum("njp,p->nj", self.model.regressor(q, qd, qdd),
-                                              self.standard.ravel())
+        rigid = self.rigid_efforts(q, qd, qdd)
         columns = friction.regressor(qd, qdd)
         per_joint = len(friction.terms)
         coefficients = np.zeros(self.model.n * per_joint)
@@ -169,27 +173,48 @@ class TorquePayloadIdentifier:
         self.estimator = ConsistentEstimator(epsilon=epsilon, prior=prior,
                                              prior_weight=prior_weight,
                                              known_offset=np.zeros(N_OFFSET))
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the accumulated statistics (a new payload)."""
         self.statistics = SufficientStatistics(N_UNKNOWNS, score_block=self.score_block)
 
     def rows(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> NDArray[np.float64]:
         """``s_j [J_f^T Y(v_f, a_f)]_j``: (N, nv, 10), effort units per unit of ``pi``."""
-        twist, proper = self.kinematics.compute(q, qd, qdd)
-        torque = np.einsum("nki,nkp->nip", self.kinematics.jacobians(q),
-                           regressor(np.atleast_2d(twist), np.atleast_2d(proper)))
-        return self.links.effort_scale[None, :, None] * torque
+        return self._jacobians_and_rows(q, qd, qdd)[1]
 
-    def add(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike) -> None:
-        """Accumulate (N, nv) samples in time order (model joint order)."""
+    def _jacobians_and_rows(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike
+                            ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        twist, proper = self.kinematics.compute(q, qd, qdd)
+        jacobians = self.kinematics.jacobians(q)
+        torque = np.einsum("nki,nkp->nip", jacobians,
+                           regressor(np.atleast_2d(twist), np.atleast_2d(proper)))
+        return jacobians, self.links.effort_scale[None, :, None] * torque
+
+    def terms(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike
+              ) -> tuple[NDArray[np.float64], ...]:
+        """For (N, nv) samples (model joint order): the payload frame's Jacobians (N, 6, nv),
+        the rows (:meth:`rows`) and the targets ``e - e_links`` (N, nv), the arm computed
+        once for all three."""
         q, qd, qdd, effort = self.links.model.batch(q, qd, qdd, effort)
         if not all(np.all(np.isfinite(a)) for a in (q, qd, qdd, effort)):
             raise SampleError("joint data contain NaN or inf")
-        rows = self.rows(q, qd, qdd)
-        target = effort - self.links.efforts(q, qd, qdd)
-        nv = self.links.model.n
-        weights = np.tile(self.links.joint_sigma ** -2.0, q.shape[0])
+        jacobians, rows = self._jacobians_and_rows(q, qd, qdd)
+        return jacobians, rows, effort - self.links.efforts(q, qd, qdd)
+
+    def add(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike) -> None:
+        """Accumulate (N, nv) samples in time order (model joint order)."""
+        _, rows, target = self.terms(q, qd, qdd, effort)
+        self.add_rows(rows, target)
+
+    def add_rows(self, rows: NDArray[np.float64], target: NDArray[np.float64]) -> None:
+        """Accumulate rows and targets of :meth:`terms` (time order), in blocks of
+        ``score_block`` samples."""
+        n, nv = target.shape
+        weights = np.tile(self.links.joint_sigma ** -2.0, n)
         padded = np.concatenate((rows, np.zeros(rows.shape[:2] + (N_OFFSET,))), axis=-1)
-        step = self.score_block if self.score_block > 0 else q.shape[0]
-        for start in range(0, q.shape[0], step):
+        step = self.score_block if self.score_block > 0 else n
+        for start in range(0, n, step):
             chunk = slice(start, start + step)
             count = padded[chunk].shape[0]
             self.statistics.add(padded[chunk].reshape(-1, N_UNKNOWNS),
@@ -202,9 +227,8 @@ class TorquePayloadIdentifier:
     def residual(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike,
                  pi: ArrayLike) -> NDArray[np.float64]:
         """Measured minus predicted efforts (N, nv) with the payload ``pi``."""
-        q, qd, qdd, effort = self.links.model.batch(q, qd, qdd, effort)
-        payload = np.einsum("njp,p->nj", self.rows(q, qd, qdd), np.asarray(pi, dtype=float))
-        return effort - self.links.efforts(q, qd, qdd) - payload
+        _, rows, target = self.terms(q, qd, qdd, effort)
+        return target - rows @ np.asarray(pi, dtype=float)
 
 
 class TorquePayloadStream:
@@ -241,8 +265,6 @@ class TorquePayloadStream:
         """The pending samples whose filter window is complete, smoothed and differentiated:
         ``(t, q, qd, qdd, effort)`` (None when there are none); each sample is returned once,
         and the buffer keeps only the last ``window - 1`` states."""
-        from inertial_id.core.signals import savitzky_golay
-
         half = self.window // 2
         n = len(self._t)
         ready = n - half  # samples [done, ready) have a full centred window
@@ -259,11 +281,18 @@ class TorquePayloadStream:
         return (t[rows], *smooth, e[rows])
 
     def add(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike) -> None:
-        """Add samples (from :meth:`ready`, possibly a subset) to the statistics."""
+        """Add samples (from :meth:`ready`) to the statistics."""
         q = np.atleast_2d(np.asarray(q, dtype=float))
         if q.shape[0]:
             self.identifier.add(q, qd, qdd, effort)
             self.samples += q.shape[0]
+
+    def add_rows(self, rows: NDArray[np.float64], target: NDArray[np.float64]) -> None:
+        """Add rows and targets (:meth:`TorquePayloadIdentifier.terms` of ready samples,
+        possibly a subset) to the statistics."""
+        if target.shape[0]:
+            self.identifier.add_rows(rows, target)
+            self.samples += target.shape[0]
 
     def process(self) -> int:
         """Add every ready sample (:meth:`ready`); returns how many were added."""
@@ -275,9 +304,7 @@ class TorquePayloadStream:
 
     def reset(self) -> None:
         """Forget the statistics and the pending states (a new payload)."""
-        ident = self.identifier
-        ident.statistics = type(ident.statistics)(ident.statistics.n_unknowns,
-                                                   score_block=ident.score_block)
+        self.identifier.reset()
         self._t, self._q, self._e = [], [], []
         self._done = self.samples = 0
 
@@ -347,6 +374,7 @@ class TorquePayloadOnline:
         if chunk is None:
             return None
         t, q, qd, qdd, effort = chunk
+        jacobians, rows, target = self.stream.identifier.terms(q, qd, qdd, effort)
         n = t.size
         events: list[str] = []
         t2, contact = np.zeros(n), np.zeros(n, dtype=bool)
@@ -358,31 +386,31 @@ class TorquePayloadOnline:
         watching = self.config.monitor and self.estimate is not None and (
             self.monitor is not None or self.verdicts.mass)
         if watching:
-            identifier = self.stream.identifier
-            residual = identifier.residual(q, qd, qdd, effort, self.estimate.pi)
-            wrench = self._external_wrench(q, residual)
+            residual = target - rows @ self.estimate.pi
+            wrench = self._external_wrench(jacobians, residual)
             if self.monitor is None:
                 self.monitor = self._new_monitor()
             elif self.monitor.confidence != self.config.confidence:
                 m = self.monitor
                 m.reconfigure(self.config.confidence, m.training_samples, m.on_samples,
                               m.off_samples, m.release)
-            events += self._watch(t, residual)
-            result_t2, result_contact, threshold = self._last
-            t2, contact = result_t2, result_contact
-        self._hold((t, q, qd, qdd, effort), watching)
+            result, watched = self._watch(t, residual)
+            t2, contact, threshold = result.t2, result.contact, result.threshold
+            events += watched
+        self._hold((t, rows, target), watching)
         return StepResult(t, wrench, t2, contact, threshold, events)
 
-    def _watch(self, t: NDArray[np.float64], residual: NDArray[np.float64]) -> list[str]:
-        """Run the monitor on one chunk; record contact intervals (gaps in the statistics),
-        the events, and relearn the baseline after a lasting contact."""
+    def _watch(self, t: NDArray[np.float64], residual: NDArray[np.float64]
+               ) -> tuple[T2Result, list[str]]:
+        """Run the monitor on one chunk; record contact intervals (gaps in the statistics)
+        and relearn the baseline after a lasting contact. Returns its result and the
+        events."""
         monitor = self.monitor
         assert monitor is not None
         events = []
         was_ready, was_in = monitor.ready, monitor.in_contact
         before = len(monitor.intervals)
         result = monitor.update(t, residual)
-        self._last = (result.t2, result.contact, result.threshold)
         if monitor.ready and not was_ready:
             events.append("monitor_trained")
             if self._baseline is None:
@@ -404,15 +432,14 @@ class TorquePayloadOnline:
         if self._relearning_since is not None and monitor.ready:
             self._gaps.append((self._relearning_since, float(t[-1])))
             self._relearning_since = None
-        return events
+        return result, events
 
     def _hold(self, chunk: tuple[NDArray[np.float64], ...], watching: bool) -> None:
         """Samples wait :data:`HOLD` s before entering the statistics, so those of a contact's
         debounce (above the threshold before the contact is confirmed) and within
         :data:`GATE` s of it, and those of a baseline being relearned, are left out."""
         self._held.append(chunk)
-        t, q, qd, qdd, effort = (np.concatenate(parts)
-                                 for parts in zip(*self._held, strict=True))
+        t, rows, target = (np.concatenate(parts) for parts in zip(*self._held, strict=True))
         due = t < t[-1] - HOLD
         running = self.monitor.candidate_start if (watching and self.monitor) else None
         if running is not None:
@@ -422,19 +449,19 @@ class TorquePayloadOnline:
         keep = due.copy()
         for start, end in self._gaps:
             keep &= ~((t >= start - GATE) & (t <= end + GATE))
-        self.stream.add(q[keep], qd[keep], qdd[keep], effort[keep] - self.offset)
+        self.stream.add_rows(rows[keep], target[keep] - self.offset)
         rest = ~due
-        self._held = [(t[rest], q[rest], qd[rest], qdd[rest], effort[rest])] if rest.any() else []
+        self._held = [(t[rest], rows[rest], target[rest])] if rest.any() else []
         if self._gaps and t[-1] - self._gaps[-1][1] > HOLD + GATE:
             self._gaps = [g for g in self._gaps if g[1] + GATE >= t[-1] - HOLD]
 
-    def _external_wrench(self, q: NDArray[np.float64],
+    def _external_wrench(self, jacobians: NDArray[np.float64],
                          residual: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Per sample the least-squares ``w`` with ``s J_f^T w = -residual`` (N, 6): the
-        residual is in effort units, the wrench in N and N m."""
-        identifier = self.stream.identifier
-        torque = residual / identifier.links.effort_scale
-        jt = np.swapaxes(identifier.kinematics.jacobians(q), 1, 2)  # (N, nv, 6)
+        """Per sample the least-squares ``w`` with ``s J_f^T w = -residual`` (N, 6), from the
+        payload frame's Jacobians (N, 6, nv): the residual is in effort units, the wrench in
+        N and N m."""
+        torque = residual / self.stream.identifier.links.effort_scale
+        jt = np.swapaxes(jacobians, 1, 2)  # (N, nv, 6)
         return np.array([-np.linalg.lstsq(a, r, rcond=None)[0]
                          for a, r in zip(jt, torque, strict=True)])
 
@@ -460,4 +487,3 @@ class TorquePayloadOnline:
         self._relearning_since: float | None = None
         self._held: list[tuple[NDArray[np.float64], ...]] = []
         self._gaps: list[tuple[float, float]] = []  # contact intervals, stamps (s)
-        self._last: tuple = ()
