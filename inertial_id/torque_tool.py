@@ -18,7 +18,7 @@ from inertial_id.calibration import estimate_document
 from inertial_id.core.anomaly import contact_intervals
 from inertial_id.core.errors import ModelError, SampleError
 from inertial_id.core.torque_payload import LinkTorqueModel, TorquePayloadIdentifier
-from inertial_id.links_tool import JointData, joint_data, name_value_pair, read_joint_bag
+from inertial_id.links_tool import joint_data, name_value_pair, read_joint_bag
 
 CHECK_HELP = """\
 Check a link model (the YAML `inertial-id identify-links --output` writes) on a recording it
@@ -104,29 +104,18 @@ def load_link_model(args: argparse.Namespace) -> LinkTorqueModel:
             raise ModelError("give --links MODEL.yaml or --urdf URDF")
         return LinkTorqueModel.from_urdf(args.urdf, locked=dict(getattr(args, "locked", [])),
                                          drive_gains=dict(getattr(args, "drive_gain", [])))
-    try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ModelError(f"{path}: cannot read the link model: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise ModelError(f"{path}: not a link model document")
-    try:
-        return LinkTorqueModel.from_document(doc, args.urdf)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ModelError(f"{path}: not a usable link model ({type(exc).__name__}: {exc})"
-                         ) from exc
+    return LinkTorqueModel.from_file(path, args.urdf)
 
 
-def read_rows(links: LinkTorqueModel, bag: Path, args: argparse.Namespace) -> JointData:
-    """The bag's joint states in the model's joint order, smoothed and differentiated."""
+def read_rows(links: LinkTorqueModel, bag: Path, args: argparse.Namespace
+              ) -> tuple[NDArray[np.float64], ...]:
+    """The bag's joint states in the model's joint order, smoothed and differentiated:
+    ``(t, q, qd, qdd, effort)`` of the rows with full filter windows."""
     position, effort = read_joint_bag(bag, args.joint_states_topic)
     missing = [n for n in links.model.joint_names if n not in position.names]
     if missing:
         raise SampleError(f"{bag}: no joint states for {', '.join(missing)}")
-    return joint_data(links.model, position, effort, None, args.window, args.order)
-
-
-def _valid(data: JointData) -> tuple[NDArray[np.float64], ...]:
+    data = joint_data(links.model, position, effort, None, args.window, args.order)
     v = data.valid
     return data.t[v], data.q[v], data.qd[v], data.qdd[v], data.effort[v]
 
@@ -146,7 +135,7 @@ def _scores(effort: NDArray[np.float64], predicted: NDArray[np.float64]
 def run_check_links(args: argparse.Namespace) -> int:
     """Run ``check-links``; 0 on success."""
     links = load_link_model(args)
-    t, q, qd, qdd, effort = _valid(read_rows(links, args.bag, args))
+    t, q, qd, qdd, effort = read_rows(links, args.bag, args)
     predicted = links.efforts(q, qd, qdd)
     rms, relative = _scores(effort, predicted)
     doc: dict[str, Any] = {"joints": links.model.joint_names, "rms": rms,
@@ -175,10 +164,10 @@ def run_identify_payload(args: argparse.Namespace) -> int:
     """Run ``identify-payload``; 0 on success."""
     links = load_link_model(args)
     if args.unloaded is not None:
-        _, q, qd, qdd, effort = _valid(read_rows(links, args.unloaded, args))
+        _, q, qd, qdd, effort = read_rows(links, args.unloaded, args)
         links = links.refit_drive_terms(q, qd, qdd, effort)
     identifier = TorquePayloadIdentifier(links, args.frame)
-    t, q, qd, qdd, effort = _valid(read_rows(links, args.bag, args))
+    t, q, qd, qdd, effort = read_rows(links, args.bag, args)
     identifier.add(q, qd, qdd, effort)
     estimate = identifier.solve()
     frame = identifier.kinematics.sensor_frame

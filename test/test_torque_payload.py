@@ -309,3 +309,15 @@ def test_efforts_in_drive_units_need_their_gains(links: LinkTorqueModel) -> None
     assert not abs(wrong - 1.0) < 0.1
     with pytest.raises(Exception, match="drive gains"):
         LinkTorqueModel.from_urdf(URDF, drive_gains={"no_joint": 2.0})
+
+
+def test_a_link_model_file_that_cannot_be_used_is_one_model_error(tmp_path) -> None:
+    from inertial_id.core.errors import ModelError
+
+    for name, text in (("list.yaml", "- 1\n- 2\n"), ("partial.yaml", "links: {}\n"),
+                       ("broken.yaml", "links: [\n")):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(ModelError, match=f"{name}: not a usable link model"):
+            LinkTorqueModel.from_file(tmp_path / name, URDF)
+    with pytest.raises(ModelError, match="missing.yaml: not a usable link model"):
+        LinkTorqueModel.from_file(tmp_path / "missing.yaml", URDF)

@@ -31,9 +31,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.anomaly import T2Monitor, T2Result
@@ -110,6 +112,21 @@ class LinkTorqueModel:
             raise ModelError("the link model's effort scales must be finite and non-zero, its "
                              "joint sigmas finite and positive")
         return cls(model, standard, friction, coefficients, scale, sigma)
+
+    @classmethod
+    def from_file(cls, path: str | Path, urdf: str | None = None) -> LinkTorqueModel:
+        """:meth:`from_document` of a YAML file; one :class:`ModelError` line for a file that
+        cannot be read or is not a usable link model."""
+        path = Path(path).expanduser()
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+            if not isinstance(doc, dict):
+                raise ModelError("not a YAML mapping")
+            return cls.from_document(doc, urdf)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError, ValueError,
+                AttributeError, ModelError) as exc:
+            raise ModelError(f"{path}: not a usable link model ({type(exc).__name__}: {exc})"
+                             ) from exc
 
     def efforts(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> NDArray[np.float64]:
         """Predicted efforts (N, nv) of the arm alone."""

@@ -29,10 +29,8 @@ inconsistent estimate keeps the last published one. Every state enters the stati
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-import yaml
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import InertiaStamped
 from rclpy.node import Node
@@ -41,7 +39,7 @@ from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from inertial_id.cdr import CdrDecoder
-from inertial_id.core.errors import InertialIdError, ModelError
+from inertial_id.core.errors import InertialIdError
 from inertial_id.core.kinematics import JointMapper
 from inertial_id.core.timepolicy import StampPolicy
 from inertial_id.core.torque_payload import (
@@ -75,12 +73,7 @@ def link_model(urdf: str, links_file: str, joints: list[str]) -> LinkTorqueModel
     others are locked at 0, e.g. a gripper's fingers)."""
     if not links_file:
         return LinkTorqueModel.from_urdf(urdf, joints=joints or None)
-    try:
-        doc = yaml.safe_load(Path(links_file).expanduser().read_text(encoding="utf-8"))
-        return LinkTorqueModel.from_document(doc, urdf)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError, ValueError,
-            AttributeError) as exc:
-        raise ModelError(f"links_file {links_file}: not a usable link model ({exc})") from exc
+    return LinkTorqueModel.from_file(links_file, urdf)
 
 
 class TorquePayloadMode:
