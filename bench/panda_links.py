@@ -108,21 +108,23 @@ def score(rms: NDArray[np.float64]) -> float:
     return float(np.exp(np.mean(np.log(rms))))
 
 
-def pooled_rms(problem: LinkIdentification, target: NDArray[np.float64],
-               folds: list[NDArray[np.intp]], train_of: dict[int, NDArray[np.intp]],
-               weight: float) -> tuple[NDArray[np.float64], list[LinkEstimate]]:
-    """Fit on each fold's training rows, predict its rows; per-joint RMS of ``target`` minus
-    prediction pooled over the folds, and the estimates."""
-    squares = np.zeros(target.shape[1])
-    count = 0
-    estimates = []
-    for k, rows in enumerate(folds):
+def held_out_residuals(problem: LinkIdentification, target: NDArray[np.float64],
+                       folds: list[NDArray[np.intp]], train_of: dict[int, NDArray[np.intp]],
+                       weights: list[float]) -> tuple[list[NDArray[np.float64]],
+                                                      list[LinkEstimate]]:
+    """Per fold: fit on its training rows with its prior weight, ``target`` minus the
+    prediction on its rows; and the estimates."""
+    residuals, estimates = [], []
+    for k, (rows, weight) in enumerate(zip(folds, weights, strict=True)):
         est = identify(problem.subset(train_of[k]), method="sdp", prior_weight=weight)
         estimates.append(est)
-        residual = target[rows] - problem.subset(rows).predict(est)
-        squares += np.sum(residual ** 2, axis=0)
-        count += len(rows)
-    return np.sqrt(squares / count), estimates
+        residuals.append(target[rows] - problem.subset(rows).predict(est))
+    return residuals, estimates
+
+
+def pooled_rms(residuals: list[NDArray[np.float64]]) -> NDArray[np.float64]:
+    """Per-joint RMS of residual rows pooled over the folds."""
+    return np.sqrt(np.mean(np.concatenate(residuals) ** 2, axis=0))
 
 
 def choose_weight(problem: LinkIdentification, target: NDArray[np.float64],
@@ -134,8 +136,8 @@ def choose_weight(problem: LinkIdentification, target: NDArray[np.float64],
                 for k, rows in enumerate(inner)}
     scores = {}
     for weight in PRIOR_WEIGHTS:
-        rms, _ = pooled_rms(problem, target, inner, train_of, weight)
-        scores[f"{weight:g}"] = score(rms)
+        residuals, _ = held_out_residuals(problem, target, inner, train_of, [weight] * 4)
+        scores[f"{weight:g}"] = score(pooled_rms(residuals))
     best = min(scores, key=scores.get)
     return float(best), scores
 
@@ -157,34 +159,30 @@ def run(data_dir: Path, folds: int, prior_weight: float | None, verbose: bool = 
     train_of = {k: training_rows(n, rows, guard) for k, rows in enumerate(outer)}
 
     regressor = model.regressor(q, qd, qdd)
-    published = {}
-    rows = np.concatenate(outer)
-    for name, table in (("p_hat", P_HAT), ("delta", DELTA)):
-        pi = np.concatenate([b.pi for b in published_bodies(table)])
-        prediction = np.einsum("njp,p->nj", regressor, pi) + published_friction(qd)
-        published[name] = np.sqrt(np.mean((raw[rows] - prediction[rows]) ** 2, axis=0))
-    prediction = reverse_engineered_torques(q, qd, qdd, data_dir)
-    published["reverse_engineered"] = np.sqrt(np.mean((raw[rows] - prediction[rows]) ** 2,
-                                                      axis=0))
+    scored = np.concatenate(outer)
+    predictions = {name: np.einsum("njp,p->nj", regressor, np.concatenate(
+        [b.pi for b in published_bodies(table)])) + published_friction(qd)
+        for name, table in (("p_hat", P_HAT), ("delta", DELTA))}
+    predictions["reverse_engineered"] = reverse_engineered_torques(q, qd, qdd, data_dir)
+    published = {name: pooled_rms([raw[scored] - prediction[scored]])
+                 for name, prediction in predictions.items()}
 
-    squares = np.zeros(model.n)
-    estimates, chosen, false_contacts = [], [], []
-    for k, rows in enumerate(outer):
+    chosen = []
+    for k in range(folds):
         if prior_weight is None:
             weight, scores = choose_weight(problem, filtered, train_of[k], guard)
         else:
             weight, scores = prior_weight, {}
-        est = identify(problem.subset(train_of[k]), method="sdp", prior_weight=weight)
-        estimates.append(est)
         chosen.append({"fold": k + 1, "prior_weight": weight, "inner_scores": scores})
-        residual = raw[rows] - problem.subset(rows).predict(est)
-        squares += np.sum(residual ** 2, axis=0)
-        # The recording has no contact: whatever the detector reports is a false alarm.
-        false_contacts += [[k + 1, *c] for c in contact_intervals(rec.t[kept][rows], residual)]
         if verbose:
             print(f"fold {k + 1}/{folds}: prior weight {weight:g} "
                   f"({time.perf_counter() - start:.0f} s)", flush=True)
-    identified = np.sqrt(squares / sum(len(r) for r in outer))
+    residuals, estimates = held_out_residuals(problem, raw, outer, train_of,
+                                              [c["prior_weight"] for c in chosen])
+    identified = pooled_rms(residuals)
+    # The recording has no contact: whatever the detector reports is a false alarm.
+    false_contacts = [[k + 1, *c] for k, (rows, residual) in enumerate(
+        zip(outer, residuals, strict=True)) for c in contact_intervals(rec.t[kept][rows], residual)]
     better = np.min([published[k] for k in ("p_hat", "delta", "reverse_engineered")], axis=0)
     gain = 100.0 * (1.0 - identified / better)
     consistent = all(all(e.link_consistency(model.attachments)) for e in estimates)
