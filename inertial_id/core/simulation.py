@@ -175,12 +175,18 @@ class PayloadSimulation:
             out[active] += contact.wrench()
         return out
 
+    def _held_wrench(self, times: NDArray[np.float64], q: NDArray[np.float64],
+                     qd: NDArray[np.float64], qdd: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The wrench the arm applies to what it holds, ``Y(v, a_g) pi - w_ext`` (N, 6),
+        sensor frame, at the trajectory's ``q, qd, qdd`` of ``times``."""
+        twist, proper = self.kinematics.compute(q, qd, qdd)
+        inertial = np.einsum("nij,nj->ni", regressor(twist, proper), self.payload_pi(times))
+        return inertial - self.contact_wrench(times)
+
     def wrench(self, times: ArrayLike, noise: bool = True) -> NDArray[np.float64]:
         """F/T readings at ``times``, (N, 6)."""
         q, qd, qdd = self.trajectory(times)
-        twist, proper = self.kinematics.compute(q, qd, qdd)
-        inertial = np.einsum("nij,nj->ni", regressor(twist, proper), self.payload_pi(times))
-        clean = self.sign * (inertial - self.contact_wrench(times)) + self.offset
+        clean = self.sign * self._held_wrench(times, q, qd, qdd) + self.offset
         if not noise:
             return clean
         std = np.repeat([self.force_noise_std, self.torque_noise_std], 3)
@@ -207,10 +213,7 @@ class PayloadSimulation:
         model, data = self._dynamics
         links = np.array([pin.rnea(model, data, c, v, a) for c, v, a in
                           zip(k.configuration(q), qd, qdd, strict=True)])
-        twist, proper = k.compute(q, qd, qdd)
-        wrench = (np.einsum("nij,nj->ni", regressor(twist, proper), self.payload_pi(times))
-                  - self.contact_wrench(times))
-        payload = np.einsum("nki,nk->ni", k.jacobians(q), wrench)
+        payload = np.einsum("nki,nk->ni", k.jacobians(q), self._held_wrench(times, q, qd, qdd))
         friction = (self.coulomb_friction * np.tanh(qd / FRICTION_VELOCITY_SCALE)
                     + self.viscous_friction * qd)
         clean = links + payload + friction
