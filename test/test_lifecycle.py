@@ -127,6 +127,9 @@ def test_the_managed_pipeline_follows_the_lifecycle() -> None:
         # ... and configure again works (a new estimator: the old data are gone)
         assert manager.transition("solver", Transition.TRANSITION_CONFIGURE)
         assert solver.online.received == 0
+        executor.shutdown()
+        for node in (*nodes.values(), simulator, manager):
+            node.destroy_node()  # not left in the graph for the next test's discovery
     finally:
         rclpy.shutdown(context=context)
 
@@ -143,6 +146,7 @@ def test_a_bad_frame_fails_configure_and_leaves_nothing_built() -> None:
         assert node._state_machine.current_state[1] == "unconfigured"  # noqa: SLF001
         assert (len(list(node.publishers)), len(list(node.subscriptions))) == before
         assert not list(node.timers) and not node.is_set_up
+        node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
 
