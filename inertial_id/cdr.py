@@ -26,6 +26,31 @@ TIME = np.dtype([("sec", "<i4"), ("nanosec", "<u4")])
 SENSOR_FIELDS = ("twist", "proper_acceleration", "wrench", "wrench_raw")
 """The (N, 6) arrays of ``inertial_id/SensorSamples``, in the message's order."""
 
+_UPPER = np.triu_indices(6)
+
+
+def pack_noise(covariances: NDArray[np.float64] | None) -> NDArray[np.float64]:
+    """(N, 6, 6) symmetric covariances -> the ``acceleration_noise`` field: N * 21 values,
+    each matrix's upper triangle row by row (empty for None)."""
+    if covariances is None:
+        return np.zeros(0)
+    return np.ascontiguousarray(covariances[:, _UPPER[0], _UPPER[1]]).ravel()
+
+
+def unpack_noise(values: ArrayLike, count: int) -> NDArray[np.float64] | None:
+    """The ``acceleration_noise`` field of ``count`` samples -> (count, 6, 6), or None when it
+    is empty (a publisher without errors in variables)."""
+    flat = np.asarray(values, dtype=float)
+    if flat.size == 0 and count:
+        return None
+    if flat.size != 21 * count:
+        raise ValueError(f"{flat.size} acceleration noise values for {count} samples of 21")
+    upper = flat.reshape(count, 21)
+    out = np.empty((count, 6, 6))
+    out[:, _UPPER[0], _UPPER[1]] = upper
+    out[:, _UPPER[1], _UPPER[0]] = upper
+    return out
+
 
 class CdrDecoder:
     """Fast decoding of little-endian CDR ``JointState`` and ``WrenchStamped`` payloads.
@@ -152,19 +177,25 @@ class CdrDecoder:
             values, pos = self._doubles(raw, pos)
             matched.append(None if values.size == 0 and times.size else
                            _reshaped(values, times.size))
-        return (SyncedSamples(times, *fields, *matched), names, frame_id,
+        values, pos = self._doubles(raw, pos)
+        noise = unpack_noise(values, times.size)
+        return (SyncedSamples(times, *fields, *matched, noise), names, frame_id,
                 self._count(raw, pos))
 
     def sensor_samples(self, raw: bytes) -> tuple[dict[str, NDArray[np.float64]], str, int]:
         """An ``inertial_id/SensorSamples`` payload: ``times`` (N,) and ``twist``,
-        ``proper_acceleration``, ``wrench``, ``wrench_raw`` (N, 6) (the keyword arguments of
+        ``proper_acceleration``, ``wrench``, ``wrench_raw`` (N, 6) and ``acceleration_noise``
+        ((N, 6, 6) or None) (the keyword arguments of
         :meth:`~inertial_id.core.online.OnlineEstimator.add`), the frame id and
         ``samples_before``."""
         _, frame_id, pos = self._header(raw)
-        samples = {}
-        samples["times"], pos = self._times(raw, pos)
+        samples: dict[str, NDArray[np.float64] | None] = {}
+        times, pos = self._times(raw, pos)
+        samples["times"] = times
         for field in SENSOR_FIELDS:
-            samples[field], pos = self._rows(raw, pos, samples["times"].size, 6)
+            samples[field], pos = self._rows(raw, pos, times.size, 6)
+        values, pos = self._doubles(raw, pos)
+        samples["acceleration_noise"] = unpack_noise(values, times.size)
         return samples, frame_id, self._count(raw, pos)
 
     def _count(self, raw: bytes, pos: int) -> int:
@@ -282,6 +313,7 @@ class CdrEncoder:
             self._doubles(out, values)
         for values in (batch.twist, batch.proper_acceleration):
             self._doubles(out, () if values is None else values)
+        self._doubles(out, pack_noise(batch.acceleration_noise))
         self._uint64(out, samples_before)
         return bytes(out)
 
@@ -290,13 +322,16 @@ class CdrEncoder:
         out += self._UINT64.pack(value)
 
     def sensor_samples(self, times: ArrayLike, frame_id: str, samples_before: int = 0,
+                       acceleration_noise: NDArray[np.float64] | None = None,
                        **fields: NDArray[np.float64]) -> bytes:
-        """An ``inertial_id/SensorSamples`` of N > 0 samples: ``times`` (N,) s and the (N, 6)
-        arrays named in :data:`SENSOR_FIELDS` (header stamp: the last sample's)."""
+        """An ``inertial_id/SensorSamples`` of N > 0 samples: ``times`` (N,) s, the (N, 6)
+        arrays named in :data:`SENSOR_FIELDS` and the (N, 6, 6) ``acceleration_noise`` or
+        None (header stamp: the last sample's)."""
         times = np.asarray(times, dtype=float)
         out = self._header(float(times[-1]), frame_id)
         self._times(out, times)
         for name in SENSOR_FIELDS:
             self._doubles(out, fields[name])
+        self._doubles(out, pack_noise(acceleration_noise))
         self._uint64(out, samples_before)
         return bytes(out)

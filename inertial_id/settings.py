@@ -98,6 +98,9 @@ GATHERER_PARAMS = URDF_PARAMS + (
     Param("matched_filter", _G.matched, "filter the sensor frame's kinematics (computed at "
           "every joint sample) with the wrench's kernel: no filter bias; needs sensor_frame, "
           "gravity and locked_joint_positions as the kinematics node has them"),
+    Param("errors_in_variables", _G.errors_in_variables, "matched_filter: estimate the "
+          "joints' position noise and send the covariance it leaves in the sensor frame's "
+          "acceleration, so the solver removes the bias it gives least squares"),
     Param("sensor_frame", "ft_sensor", "matched_filter: URDF frame of the F/T sensor"),
     Param("gravity", list(DEFAULT_GRAVITY), "matched_filter: gravity in the URDF base frame",
           "double", unit="m/s^2"),
@@ -287,7 +290,7 @@ def gatherer_settings(values: Mapping[str, Any]) -> GathererSettings:
     return GathererSettings(int(v["window"]), int(v["polyorder"]),
                             bool(v["use_measured_velocity"]), float(v["max_span"]),
                             tuple(v["locked_joint_names"]), int(v["lag"]),
-                            bool(v["matched_filter"]))
+                            bool(v["matched_filter"]), bool(v["errors_in_variables"]))
 
 
 def gatherer_kinematics(values: Mapping[str, Any]) -> KinematicsSettings:

@@ -22,7 +22,15 @@ from inertial_id.bags import (
     joint_state_message,
     wrench_message,
 )
-from inertial_id.cdr import SENSOR_FIELDS, CdrDecoder, CdrEncoder, stamp_array, stamp_parts
+from inertial_id.cdr import (
+    SENSOR_FIELDS,
+    CdrDecoder,
+    CdrEncoder,
+    pack_noise,
+    stamp_array,
+    stamp_parts,
+    unpack_noise,
+)
 from inertial_id.core.errors import SampleError
 from inertial_id.core.gathering import (
     STAMP_DROPS,
@@ -240,12 +248,19 @@ def _rosbags_header(stamp: float, frame: str) -> object:
     return BATCH_TYPES.types["std_msgs/msg/Header"](stamp=_rosbags_time(stamp), frame_id=frame)
 
 
+def _noise(data: st.DataObject, size: int) -> np.ndarray:
+    """(size, 6, 6) symmetric matrices."""
+    upper = _arrays(data.draw, size * 36).reshape(size, 6, 6)
+    return np.triu(upper) + np.swapaxes(np.triu(upper, 1), 1, 2)
+
+
 def _batch(data: st.DataObject, n: int, matched: bool = False) -> SyncedSamples:
     size = data.draw(st.integers(1, 12))
     times = np.sort(np.array(data.draw(st.lists(STAMPS, min_size=size, max_size=size))))
     widths = (n, n, n, 6, 6) + ((6, 6) if matched else ())
+    noise = _noise(data, size) if matched and data.draw(st.booleans()) else None
     return SyncedSamples(times, *(_arrays(data.draw, size * width).reshape(size, width)
-                                  for width in widths))
+                                  for width in widths), acceleration_noise=noise)
 
 
 @given(st.data())
@@ -270,6 +285,7 @@ def test_joint_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObjec
         twist=empty if batch.twist is None else batch.twist.ravel(),
         proper_acceleration=(empty if batch.proper_acceleration is None
                              else batch.proper_acceleration.ravel()),
+        acceleration_noise=pack_noise(batch.acceleration_noise),
         samples_before=before)
     assert raw == bytes(BATCH_TYPES.serialize_cdr(expected, "inertial_id/msg/JointSamples"))
     decoded, decoded_names, decoded_frame, decoded_before = CdrDecoder().joint_samples(raw)
@@ -287,6 +303,12 @@ def test_joint_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObjec
         if batch.matched:
             np.testing.assert_array_equal(getattr(decoded, field), getattr(batch, field))
         assert np.asarray(getattr(ros, field)).size == (6 * len(batch) if batch.matched else 0)
+    if batch.acceleration_noise is None:
+        assert decoded.acceleration_noise is None and len(ros.acceleration_noise) == 0
+    else:  # symmetric matrices travel as their upper triangles and come back whole
+        np.testing.assert_array_equal(decoded.acceleration_noise, batch.acceleration_noise)
+        np.testing.assert_array_equal(
+            unpack_noise(ros.acceleration_noise, len(batch)), batch.acceleration_noise)
 
 
 @given(st.data())
@@ -297,11 +319,13 @@ def test_sensor_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObje
     fields = dict(zip(SENSOR_FIELDS, (batch.position, batch.velocity, batch.wrench,
                                       batch.wrench_raw), strict=True))
     before = data.draw(st.integers(0, 2**64 - 1))
-    raw = CdrEncoder().sensor_samples(batch.times, frame, before, **fields)
+    noise = _noise(data, len(batch)) if data.draw(st.booleans()) else None
+    raw = CdrEncoder().sensor_samples(batch.times, frame, before, noise, **fields)
     expected = BATCH_TYPES.types["inertial_id/msg/SensorSamples"](
         header=_rosbags_header(batch.times[-1], frame),
         stamps=[_rosbags_time(t) for t in batch.times],
-        **{name: values.ravel() for name, values in fields.items()}, samples_before=before)
+        **{name: values.ravel() for name, values in fields.items()},
+        acceleration_noise=pack_noise(noise), samples_before=before)
     assert raw == bytes(BATCH_TYPES.serialize_cdr(expected, "inertial_id/msg/SensorSamples"))
     samples, decoded_frame, decoded_before = CdrDecoder().sensor_samples(raw)
     assert (decoded_frame, decoded_before) == (frame, before)
@@ -309,6 +333,10 @@ def test_sensor_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObje
         samples["times"], [s + 1e-9 * ns for s, ns in map(stamp_parts, batch.times)])
     for name, values in fields.items():
         np.testing.assert_array_equal(samples[name], values)
+    if noise is None:
+        assert samples["acceleration_noise"] is None
+    else:
+        np.testing.assert_array_equal(samples["acceleration_noise"], noise)
 
 
 @given(st.lists(STAMPS, max_size=20))

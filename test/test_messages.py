@@ -81,6 +81,7 @@ SAMPLES: dict[str, dict] = {
         "wrench_raw": [k / 31.0 + 0.5 for k in range(18)],
         "twist": [(k - 9) / 37.0 for k in range(18)],
         "proper_acceleration": [9.81 - k / 41.0 for k in range(18)],
+        "acceleration_noise": [1e-6 * (k + 1) / 43.0 for k in range(63)],
         "samples_before": 2**64 - 1,
     },
     "SensorSamples": {
@@ -90,6 +91,7 @@ SAMPLES: dict[str, dict] = {
         "proper_acceleration": [9.81 * (k - 6) / 23.0 for k in range(12)],
         "wrench": [-(k + 1) / 29.0 for k in range(12)],
         "wrench_raw": [(k + 2) / 37.0 for k in range(12)],
+        "acceleration_noise": [(k - 20) / 47.0 for k in range(42)],
         "samples_before": 123_456_789_012,
     },
 }

@@ -534,9 +534,16 @@ def test_reordered_joints_give_the_same_estimate(data: Recording) -> None:
             h.settle()
             joint = _by_stamp(h.probe.joint_samples, "acceleration")
             sensor = _by_stamp(h.probe.sensor_samples, "proper_acceleration")
+            noise = _by_stamp(h.probe.sensor_samples, "acceleration_noise")
+            # The encoders' noise (1e-5 rad) travels as covariances, gatherer -> kinematics
+            # -> solver: variances of [a; alpha] at the entries 0, 6, 11, 15, 18, 20.
+            variances = noise[1][:, [0, 6, 11, 15, 18, 20]]
+            assert noise[1].shape == (sensor[1].shape[0], 21) and np.all(variances > 0.0)
+            assert np.any(h.nodes["solver"].online.identifier.statistics.noise_information)
             estimate = h.nodes["solver"].online.solve()
             assert estimate is not None
             results.append((joint, sensor, estimate))
+            results[-1] = (joint, (sensor[0], np.hstack((sensor[1], noise[1]))), estimate)
             h.assert_nothing_inconsistent()
     (j1, s1, e1), (j2, s2, e2) = results
     # Every sample both runs produced, at the gatherer's and at the kinematics' output, is

@@ -141,8 +141,9 @@ def make_estimate(
     """Package a solution ``x = [pi; offset]`` with its covariance.
 
     With block scores in ``stats`` (:attr:`SufficientStatistics.scores`) the covariance is the
-    block-robust sandwich ``G/(G-1) H^-1 (sum_j g_j g_j^T) H^-1`` of
-    :mod:`inertial_id.core.covariance` (a design effect per unknown on the classical matrix while
+    block-robust sandwich ``H^-1 (sum_j g_j g_j^T) H^-1`` of :mod:`inertial_id.core.covariance`
+    with each variance corrected for its residual scores' shrinkage (a design effect per
+    unknown on the classical matrix while
     there are fewer than :data:`~inertial_id.core.covariance.MIN_BLOCKS_PER_UNKNOWN` blocks
     per unknown); without,
     the classical ``sigma^2 (A^T W A)^-1`` with ``sigma^2 = residual / (rows - n)``, which
@@ -168,7 +169,10 @@ def make_estimate(
     scores = stats.scores
     if scores is not None and scores.effective_blocks > 1.0:
         meat = scores.meat(np.asarray(x, dtype=float))[:n, :n]
-        block, kind = robust_covariance(bread, meat, scores.effective_blocks, block)
+        padded = np.zeros((N_UNKNOWNS, N_UNKNOWNS))
+        padded[:n, :n] = bread
+        leverage = scores.leverage(padded)[:n, :n]
+        block, kind = robust_covariance(bread, meat, leverage, scores, block)
     block[undetermined, :] = 0.0
     block[:, undetermined] = 0.0
     block[undetermined, undetermined] = np.inf

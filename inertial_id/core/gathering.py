@@ -61,6 +61,9 @@ class GathererSettings:
     "Live throughput", compares it with the centred window). ``matched``: with a kinematic
     model (:meth:`Gathering.match`), filter the sensor-frame kinematics and the wrench with
     the same kernel (matched filtering, unbiased); otherwise only the joints are filtered.
+    ``errors_in_variables`` (with ``matched``): the batches also carry the covariance of the
+    noise the joints' position noise leaves in the acceleration (see
+    :mod:`inertial_id.core.synchronizer`).
     """
 
     window: int = 41
@@ -70,6 +73,7 @@ class GathererSettings:
     locked_joint_names: tuple[str, ...] = ()
     lag: int = 2
     matched: bool = True
+    errors_in_variables: bool = True
 
 
 def drop_key(message: JointStateSample | WrenchSample, exc: SampleError) -> str:
@@ -103,13 +107,16 @@ class Gathering:
 
     def match(self, kinematics: SensorKinematics) -> None:
         """Use the sensor's kinematics for matched filtering (when ``settings.matched``): the
-        batches then carry the smoothed twist and proper acceleration. Call before data."""
+        batches then carry the smoothed twist and proper acceleration (and, with
+        ``settings.errors_in_variables``, its noise covariance). Call before data."""
         if not self.settings.matched:
             return
         if kinematics.joint_names != self.joint_names:
             raise InertialIdError(f"gatherer joints {self.joint_names} differ from the "
                                   f"model's {kinematics.joint_names}: lock the same joints")
         self.synchronizer.kinematics = kinematics.compute
+        if self.settings.errors_in_variables:
+            self.synchronizer.jacobians = kinematics.jacobians
         self.synchronizer.reset()
 
     def add_joint_state(self, t: float, names: Sequence[str], positions: Sequence[float],

@@ -139,6 +139,17 @@ class StepResult:
     events: list[str]
 
 
+SAMPLE_COLUMNS = 54
+"""Columns of a held sample: twist, proper acceleration, wrench (6 each), the acceleration's
+noise covariance (36, row-major)."""
+
+
+def _add_rows(identifier: PayloadIdentifier, rows: NDArray[np.float64]) -> None:
+    """Held samples (see :data:`SAMPLE_COLUMNS`; later columns ignored) into ``identifier``."""
+    identifier.add(rows[:, :6], rows[:, 6:12], rows[:, 12:18],
+                   rows[:, 18:SAMPLE_COLUMNS].reshape(-1, 6, 6))
+
+
 class OnlineEstimator:
     """See the module docstring."""
 
@@ -151,11 +162,11 @@ class OnlineEstimator:
         self.frozen = False
         self.contacts: list[ContactInterval] = []
         self.payload_changes: list[float] = []
-        # Blocks of (stamps (k,), rows (k, 18) = [twist, proper acceleration, wrench]).
+        # Blocks of (stamps (k,), rows (k, SAMPLE_COLUMNS): see _add_rows).
         self._pending: deque[tuple[NDArray[np.float64], NDArray[np.float64]]] = deque()
         self._exclude_until = -np.inf
         self._latest = -np.inf
-        # Samples of the current anomaly: (stamps, rows [twist, proper, wrench, raw wrench]).
+        # Samples of the current anomaly: (stamps, rows [sample columns, raw wrench]).
         self._anomaly: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
         self._next_change_check = np.inf
         self._recent_residuals: deque[NDArray[np.float64]] = deque(maxlen=TARE_SAMPLES)
@@ -234,8 +245,11 @@ class OnlineEstimator:
                                 self.estimate.offset, self.identifier.sign)
 
     def add(self, times: ArrayLike, twist: ArrayLike, proper_acceleration: ArrayLike,
-            wrench: ArrayLike, wrench_raw: ArrayLike | None = None) -> StepResult:
-        """Process a batch of N samples, oldest first: (N,) stamps, (N, 6) arrays.
+            wrench: ArrayLike, wrench_raw: ArrayLike | None = None,
+            acceleration_noise: ArrayLike | None = None) -> StepResult:
+        """Process a batch of N samples, oldest first: (N,) stamps, (N, 6) arrays, and
+        optionally the (N, 6, 6) covariances of the acceleration's noise
+        (:meth:`PayloadIdentifier.add`).
 
         ``wrench`` (filtered like the kinematics) enters the estimate; the contact monitor
         tests ``wrench_raw`` (unfiltered, white noise; defaults to ``wrench``). Stamps pass the
@@ -249,19 +263,23 @@ class OnlineEstimator:
         a = np.atleast_2d(np.asarray(proper_acceleration, dtype=float))
         w = np.atleast_2d(np.asarray(wrench, dtype=float))
         raw = w if wrench_raw is None else np.atleast_2d(np.asarray(wrench_raw, dtype=float))
-        if not (v.shape == a.shape == w.shape == raw.shape == (t.size, 6)):
+        noise = (np.zeros((t.size, 36)) if acceleration_noise is None
+                 else np.asarray(acceleration_noise, dtype=float).reshape(-1, 36))
+        if not (v.shape == a.shape == w.shape == raw.shape == (t.size, 6)
+                and noise.shape[0] == t.size):
             raise SampleError(f"batch shapes {t.shape} {v.shape} {a.shape} {w.shape} "
-                              f"{raw.shape} differ")
-        if not all(np.isfinite(x).all() for x in (v, a, w, raw)):
+                              f"{raw.shape} {noise.shape} differ")
+        if not all(np.isfinite(x).all() for x in (v, a, w, raw, noise)):
             raise SampleError("batch contains NaN or inf")
         self.received += t.size
         keep, jump_at = self.policy.filter(t)
+        rows = np.hstack((v, a, w, noise))
         if jump_at < 0:
-            return self._step(*(x[keep] for x in (t, v, a, w, raw)))
+            return self._step(*(x[keep] for x in (t, rows, raw)))
         before, after = np.arange(t.size) < jump_at, np.arange(t.size) >= jump_at
-        first = self._step(*(x[keep & before] for x in (t, v, a, w, raw)))
+        first = self._step(*(x[keep & before] for x in (t, rows, raw)))
         self._follow_jump()
-        second = self._step(*(x[keep & after] for x in (t, v, a, w, raw)))
+        second = self._step(*(x[keep & after] for x in (t, rows, raw)))
         return StepResult(
             np.concatenate((first.times, second.times)),
             np.concatenate((first.residual, second.residual)),
@@ -278,10 +296,12 @@ class OnlineEstimator:
         self._release()
         self._latest = self._exclude_until = -np.inf
 
-    def _step(self, t: NDArray[np.float64], v: NDArray[np.float64], a: NDArray[np.float64],
-              w: NDArray[np.float64], raw: NDArray[np.float64]) -> StepResult:
-        """:meth:`add` for samples whose stamps the policy accepted."""
+    def _step(self, t: NDArray[np.float64], rows: NDArray[np.float64],
+              raw: NDArray[np.float64]) -> StepResult:
+        """:meth:`add` for samples whose stamps the policy accepted (``rows``: see
+        :func:`_add_rows`)."""
         events: list[str] = []
+        v, a, w = rows[:, :6], rows[:, 6:12], rows[:, 12:18]
         if t.size == 0:
             return StepResult(t, w, np.zeros(0), np.zeros(0, dtype=bool),
                               self.monitor.threshold, events)
@@ -301,14 +321,14 @@ class OnlineEstimator:
             cut = start - self.config.gate_margin
             keep &= t < cut
             self._drop_pending_from(cut)
-            self._anomaly.append((t[~keep], np.hstack((v, a, w, raw))[~keep]))
+            self._anomaly.append((t[~keep], np.hstack((rows, raw))[~keep]))
             if t.size and t[-1] >= self._next_change_check:
                 self._check_payload_change(t[-1], events)
         self.counters[GATED] += int(t.size - np.count_nonzero(keep))
         if self.estimate is not None:
             self.setup.add_residual(t[keep], w[keep] - prediction[keep], w[keep])
         if np.any(keep):
-            self._pending.append((t[keep], np.hstack((v[keep], a[keep], w[keep]))))
+            self._pending.append((t[keep], rows[keep]))
         if t.size:
             self._latest = max(self._latest, float(t[-1]))
         self._release()
@@ -364,8 +384,8 @@ class OnlineEstimator:
         if self.frozen:
             self.counters[FROZEN] += data.shape[0]
         else:
-            self.identifier.add(data[:, :6], data[:, 6:12], data[:, 12:])
-            self.setup.add(data[:, :6], data[:, 6:12], data[:, 12:])
+            _add_rows(self.identifier, data)
+            self.setup.add(data[:, :6], data[:, 6:12], data[:, 12:18])
             self.used += data.shape[0]
 
     def _check_payload_change(self, now: float, events: list[str]) -> None:
@@ -385,20 +405,21 @@ class OnlineEstimator:
             return
         candidate = self._candidate_identifier()
         candidate.reset()
-        candidate.add(rows[:, :6], rows[:, 6:12], rows[:, 12:18])
+        _add_rows(candidate, rows)
         try:
             body = candidate.estimate()
         except InertialIdError:
             return
         predicted = predicted_wrench(body.pi, rows[:, :6], rows[:, 6:12], self.estimate.offset,
                                      self.identifier.sign)
-        outliers = np.mean(self.monitor.t2(rows[:, 18:] - predicted) > self.monitor.threshold)
+        raw = rows[:, SAMPLE_COLUMNS:]
+        outliers = np.mean(self.monitor.t2(raw - predicted) > self.monitor.threshold)
         if outliers >= CHANGE_OUTLIERS:
             return
         self.payload_changes.append(float(stamps[0]))
         events.append("payload_change")
         self.identifier.reset()
-        self.identifier.add(rows[:, :6], rows[:, 6:12], rows[:, 12:18])
+        _add_rows(self.identifier, rows)
         self.setup.reset()
         self.setup.add(rows[:, :6], rows[:, 6:12], rows[:, 12:18])
         self.counters[GATED] -= stamps.size  # they were held out as a contact: now used

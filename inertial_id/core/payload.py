@@ -3,7 +3,10 @@
 :class:`PayloadIdentifier` is the object both the solver node and offline replay run. It turns
 each sample (twist, proper acceleration, measured wrench; sensor frame) into weighted rows of
 ``w = [s Y(v, a_g), I6] [pi; offset]``, keeps only sufficient statistics (optionally with
-exponential forgetting), and solves with the configured estimator.
+exponential forgetting), and solves with the configured estimator. Samples may come with the
+covariance of their acceleration's noise (the gatherer's errors in variables): its expected
+information is kept apart and removed before each solve
+(:meth:`~inertial_id.core.statistics.SufficientStatistics.corrected`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,11 @@ from inertial_id.core.estimators import (
 )
 from inertial_id.core.manifold import ManifoldEstimator
 from inertial_id.core.pls import pls
-from inertial_id.core.regressor import measurement_matrix, wrench_sign
+from inertial_id.core.regressor import (
+    measurement_matrix,
+    noise_information_basis,
+    wrench_sign,
+)
 from inertial_id.core.statistics import SlidingWindow, SufficientStatistics
 
 METHODS = ("lmi_sdp", "manifold", "least_squares", "pls")
@@ -102,9 +109,7 @@ class PayloadIdentifier:
     def __init__(self, config: PayloadConfig | None = None) -> None:
         self.config = config or PayloadConfig()
         self.sign = wrench_sign(self.config.wrench_sign)
-        self._axis_weights = np.repeat(
-            [self.config.force_noise_std**-2, self.config.torque_noise_std**-2], 3
-        )
+        self._set_weights(self.config)
         c = self.config
         self._sdp = ConsistentEstimator(
             epsilon=c.epsilon, prior=c.prior, prior_weight=c.prior_weight,
@@ -129,8 +134,7 @@ class PayloadIdentifier:
                  if getattr(config, n) != getattr(self.config, n)]
         if fixed:
             raise InertialIdError(f"{', '.join(fixed)} cannot change while running: restart")
-        self._axis_weights = np.repeat(
-            [config.force_noise_std**-2, config.torque_noise_std**-2], 3)
+        self._set_weights(config)
         self._sdp.epsilon = config.epsilon
         self._sdp.time_limit = config.solve_timeout
         self._manifold.time_budget = config.time_budget
@@ -138,6 +142,12 @@ class PayloadIdentifier:
             self._sdp.set_prior(np.zeros(N_PI) if config.prior is None else config.prior,
                                 config.prior_weight)
         self.config = config
+
+    def _set_weights(self, config: PayloadConfig) -> None:
+        """Row weights (inverse noise variances) of later samples, and their noise basis."""
+        self._axis_weights = np.repeat(
+            [config.force_noise_std**-2, config.torque_noise_std**-2], 3)
+        self._noise_basis = noise_information_basis(self._axis_weights)
 
     def reset(self) -> None:
         """Forget all data."""
@@ -167,8 +177,11 @@ class PayloadIdentifier:
         target = self._all if self._window is None else self._window
         target.eliminate_offset(N_PI)
 
-    def add(self, twist: ArrayLike, proper_acceleration: ArrayLike, wrench: ArrayLike) -> None:
-        """Accumulate N samples: (N, 6) twists, proper accelerations and measured wrenches."""
+    def add(self, twist: ArrayLike, proper_acceleration: ArrayLike, wrench: ArrayLike,
+            acceleration_noise: ArrayLike | None = None) -> None:
+        """Accumulate N samples: (N, 6) twists, proper accelerations and measured wrenches,
+        and optionally (N, 6, 6) covariances of the noise in ``[a_lin + w x v_lin; alpha]``
+        (:class:`~inertial_id.core.synchronizer.SyncedSamples`)."""
         wrench = np.atleast_2d(np.asarray(wrench, dtype=float))
         if wrench.shape[-1] != 6:
             raise SampleError(f"wrenches must be (N, 6), got {wrench.shape}")
@@ -179,15 +192,20 @@ class PayloadIdentifier:
         target = self._all if self._window is None else self._window
         if self._window is None and self.config.forgetting_factor < 1.0:
             self._all.scale(self.config.forgetting_factor**n)
-        target.add(a, wrench.reshape(-1), np.tile(self._axis_weights, n), n)
+        noise = None
+        if acceleration_noise is not None:
+            covariance = np.asarray(acceleration_noise, dtype=float).reshape(n, 6, 6).sum(0)
+            noise = np.tensordot(covariance, self._noise_basis, axes=2)
+        target.add(a, wrench.reshape(-1), np.tile(self._axis_weights, n), n, noise)
 
     def estimate(self) -> Estimate:
         """Solve with the configured method (raises ``SolverError`` when it cannot)."""
         method = self.config.method
+        statistics = self.statistics.corrected()
         if method == "least_squares":
-            return least_squares(self.statistics, self.config.known_offset)
+            return least_squares(statistics, self.config.known_offset)
         if method == "pls":
-            return pls(self.statistics, self.config.pls_components or None)
+            return pls(statistics, self.config.pls_components or None)
         if method == "manifold":
-            return self._manifold.solve(self.statistics)
-        return self._sdp.solve(self.statistics)
+            return self._manifold.solve(statistics)
+        return self._sdp.solve(statistics)

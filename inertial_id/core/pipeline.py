@@ -117,7 +117,8 @@ class PayloadPipeline:
         else:
             twist, proper = self.kinematics.compute(batch.position, batch.velocity,
                                                     batch.acceleration)
-        step = self.online.add(batch.times, twist, proper, batch.wrench, batch.wrench_raw)
+        step = self.online.add(batch.times, twist, proper, batch.wrench, batch.wrench_raw,
+                               batch.acceleration_noise)
         self.history.record_samples(batch.times, np.hstack((twist, proper, batch.wrench_raw)),
                                     self.samples)
         self.samples += n

@@ -108,6 +108,22 @@ def measurement_matrix(
     return a.reshape(6 * n, 16)
 
 
+def noise_information_basis(row_weights: ArrayLike) -> NDArray[np.float64]:
+    """``B`` (6, 6, 16, 16) with ``E[dA^T W dA] = sum_jk C_jk B[j, k]`` for the rows of
+    :func:`measurement_matrix` of one sample whose ``[a_lin + w x v_lin; alpha]`` carries
+    zero-mean noise of covariance ``C`` (6, 6); ``W = diag(row_weights)`` (6,) over
+    ``[fx, fy, fz, tx, ty, tz]``.
+
+    ``Y(v, a)`` is affine in the acceleration with the part ``sum_j a_j Y(0, e_j)`` (the
+    twist's terms do not involve it), so the noise enters the rows as ``sum_j da_j Y(0, e_j)``;
+    the wrench sign squares away and the offset's columns carry no noise.
+    """
+    y = regressor(np.zeros((6, 6)), np.eye(6))  # (6 components, 6 rows, 10)
+    rows = np.zeros((6, 6, 16))
+    rows[:, :, :10] = y
+    return np.einsum("jra,r,krb->jkab", rows, np.asarray(row_weights, dtype=float), rows)
+
+
 def predicted_wrench(
     pi: ArrayLike,
     twist: ArrayLike,

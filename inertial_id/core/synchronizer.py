@@ -17,13 +17,20 @@ joint sample (three-point differences) and smoothed by that kernel, and the wren
 kernel. The rigid-body equation then holds between the filtered wrench and the filtered
 kinematics; a polynomial's value smooths the wrench far less than its second derivative
 smooths the acceleration, which biased the inertia by O((w T)^2).
+
+With ``jacobians`` too (joint positions to the sensor frame's Jacobians), each matched sample
+also carries the covariance of the noise that the joints' position noise puts into its
+smoothed acceleration, ``|h|^2 J diag(sigma_q^2) J^T`` (``h`` the filter's second-derivative
+weights on the positions, ``sigma_q`` estimated from the data by
+:class:`~inertial_id.core.signals.PositionNoise`): the solver removes the bias that noise in
+the regressor gives least squares (errors in variables).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 import numpy as np
@@ -33,6 +40,7 @@ from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.regressor import cross
 from inertial_id.core.signals import (
     PolynomialFits,
+    PositionNoise,
     fit_polynomials,
     fit_projections,
     hat_kernel_at,
@@ -45,6 +53,9 @@ from inertial_id.core.timepolicy import StampPolicy
 SensorFunction = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]],
                           tuple[NDArray[np.float64], NDArray[np.float64]]]
 """(N, n) joint positions, velocities, accelerations -> (N, 6) twist, proper acceleration."""
+
+JacobianFunction = Callable[[NDArray[np.float64]], NDArray[np.float64]]
+"""(N, n) joint positions -> (N, 6, n) sensor-frame Jacobians, rows ``[linear; angular]``."""
 
 MAX_ABS_VALUE = 1e6
 """Larger joint positions (rad, m) or wrench components (N, N m) are no measurements."""
@@ -84,6 +95,9 @@ class SyncedSamples:
     stays white, which the contact monitor's statistics assume). With matched filtering
     (see the module docstring) ``twist`` and ``proper_acceleration`` (N, 6) are the sensor
     frame's, smoothed by the wrench's kernel; otherwise None (compute them from the joints).
+    ``acceleration_noise`` (N, 6, 6): with matched filtering and the Jacobians, the
+    covariance of the noise the joints' position noise leaves in ``proper_acceleration``'s
+    ``[a_lin + w x v_lin; alpha]`` ((m/s^2)^2, (m/s^2)(rad/s^2), (rad/s^2)^2); otherwise None.
     """
 
     times: NDArray[np.float64]
@@ -94,6 +108,7 @@ class SyncedSamples:
     wrench_raw: NDArray[np.float64]
     twist: NDArray[np.float64] | None = None
     proper_acceleration: NDArray[np.float64] | None = None
+    acceleration_noise: NDArray[np.float64] | None = None
 
     def __len__(self) -> int:
         return int(self.times.size)
@@ -105,12 +120,8 @@ class SyncedSamples:
 
     def select(self, mask: NDArray[np.bool_]) -> SyncedSamples:
         """The samples where ``mask`` (N,) is true."""
-        twist = self.twist[mask] if self.twist is not None else None
-        proper = (self.proper_acceleration[mask] if self.proper_acceleration is not None
-                  else None)
-        return SyncedSamples(self.times[mask], self.position[mask], self.velocity[mask],
-                             self.acceleration[mask], self.wrench[mask], self.wrench_raw[mask],
-                             twist, proper)
+        values = (getattr(self, f.name) for f in fields(self))
+        return SyncedSamples(*(None if x is None else x[mask] for x in values))
 
     @classmethod
     def empty(cls, n_joints: int) -> SyncedSamples:
@@ -210,6 +221,7 @@ class FixedLagSynchronizer:
         lag: int | None = None,
         policy: StampPolicy | None = None,
         kinematics: SensorFunction | None = None,
+        jacobians: JacobianFunction | None = None,
     ) -> None:
         if window % 2 == 0 or window <= order or order < 2:
             raise InertialIdError(
@@ -234,9 +246,14 @@ class FixedLagSynchronizer:
         self._wrench_t = _Rows()
         self._wrench_w = _Rows((6,))
         self.kinematics = kinematics
+        self.jacobians = jacobians
+        self.position_noise = PositionNoise(n_joints)
         # Matched filtering: sensor-frame features of every joint sample (row i <-> joint
-        # row i; the first row of a stream has no predecessor and stays NaN).
+        # row i; the first row of a stream has no predecessor and stays NaN), and with the
+        # Jacobians the position noise variance in effect at each (the estimate after the
+        # fourth difference centred on the row before: a function of the data alone).
         self._joint_f = _Rows((N_FEATURES,))
+        self._joint_s = _Rows((n_joints,))
         self._next_wrench = 0
         self.reset()
 
@@ -249,7 +266,7 @@ class FixedLagSynchronizer:
         """Forget all buffered samples (wrenches not yet synchronised count as ``wrench_reset``)."""
         self.counters["wrench_reset"] += self.wrenches_held
         for rows in (self._joint_t, self._joint_q, self._joint_v, self._wrench_t,
-                     self._wrench_w, self._joint_f):
+                     self._wrench_w, self._joint_f, self._joint_s):
             rows.clear()
         self._next_wrench = 0
 
@@ -400,16 +417,32 @@ class FixedLagSynchronizer:
         done, size = self._joint_f.size, joint_t.size
         if done == 0 and size > 0:
             self._joint_f.append(np.full(N_FEATURES, np.nan))
+            self._joint_s.append(np.zeros(self.n_joints))
             done = 1
         if size - 1 <= done:
             return
         q = self._joint_q.view()[done - 1 :]
+        if self.jacobians is not None:
+            self._update_noise(joint_t, done)
         velocity, acceleration = second_differences(joint_t[done - 1 :], q)
         if self.use_measured_velocity:
             velocity = self._joint_v.view()[done : size - 1]
         assert self.kinematics is not None
         twist, proper = self.kinematics(q[1:-1], velocity, acceleration)
         self._joint_f.extend(encode_features(twist, proper))
+
+    def _update_noise(self, joint_t: NDArray[np.float64], done: int) -> None:
+        """Position noise of the joint rows ``done`` .. newest - 1 (their features' rows):
+        the fourth differences centred on ``done - 1`` .. newest - 2 enter the estimate, and
+        each row takes the variance in effect after the one centred on the row before."""
+        size = joint_t.size
+        start = max(0, done - 3)
+        before = self.position_noise.std
+        after = self.position_noise.add(joint_t[start:], self._joint_q.view()[start:])
+        index = np.arange(done, size - 1) - 1 - (start + 2)  # into the differences
+        std = np.where((index >= 0)[:, None], after[np.clip(index, 0, None)]
+                       if after.size else before, before)
+        self._joint_s.extend(std**2)
 
     def _filter(
         self,
@@ -478,8 +511,19 @@ class FixedLagSynchronizer:
         wrenches = self._wrench_w.view()
         wrench = np.einsum("nk,nkj->nj", weights, wrenches[wrench_windows])
         twist, proper = decode_features(filtered)
+        noise = None
+        if self.jacobians is not None:
+            # The second derivative's weights on the positions, h = basis . P[2:], and the
+            # sensor-frame noise J diag(|h|^2 sigma_q^2) J^T at each sample.
+            # Jacobians at each window's joint sample k (at or before the wrench stamps).
+            h = np.einsum("nm,nmw->nw", basis, projection[which, 2:, :])
+            at_or_before = joint_windows[:, self.window - 1 - self.lag]
+            jacobian = self.jacobians(self._joint_q.view()[at_or_before])[which]  # (N, 6, n)
+            sigma2 = self._joint_s.view()[at_or_before][which]  # (N, n)
+            variance = np.einsum("nw,nw->n", h, h)[:, None] * sigma2
+            noise = np.einsum("nik,nk,njk->nij", jacobian, variance, jacobian)
         return SyncedSamples(at, position, velocity, acceleration, wrench, wrenches[index],
-                             twist, proper)
+                             twist, proper, noise)
 
     def _prune(self, joint_t: NDArray[np.float64], js: _Span, ws: _Span) -> None:
         """Drop buffered samples that no future window can use."""
@@ -491,10 +535,11 @@ class FixedLagSynchronizer:
         keep_joints_from = min(max(0, next_k - js.before), max(0, joint_t.size - self.window))
         for rows in (self._joint_t, self._joint_q, self._joint_v):
             rows.drop_front(keep_joints_from)
-        if self._joint_f.size < keep_joints_from:
-            self._joint_f.clear()  # features not yet computed: recomputed from the kept rows
-        else:
-            self._joint_f.drop_front(keep_joints_from)
+        for rows in (self._joint_f, self._joint_s):
+            if rows.size < keep_joints_from:
+                rows.clear()  # features not yet computed: recomputed from the kept rows
+            else:
+                rows.drop_front(keep_joints_from)
         drop_wrenches = max(0, self._next_wrench - ws.before)
         if drop_wrenches > 0:
             self._wrench_t.drop_front(drop_wrenches)

@@ -24,7 +24,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
-from inertial_id.cdr import SENSOR_FIELDS, CdrDecoder
+from inertial_id.cdr import SENSOR_FIELDS, CdrDecoder, unpack_noise
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.gathering import JointStateSample, WrenchSample
@@ -111,22 +111,24 @@ def joint_samples_from_bytes(raw: bytes, decoder: CdrDecoder
         twist=_rows(msg.twist, 6) if len(msg.twist) else None,
         proper_acceleration=(_rows(msg.proper_acceleration, 6)
                              if len(msg.proper_acceleration) else None),
+        acceleration_noise=unpack_noise(msg.acceleration_noise, len(msg.stamps)),
     )
     return batch, tuple(msg.joint_names), msg.header.frame_id, int(msg.samples_before)
 
 
 @_decoder
 def sensor_samples_from_bytes(raw: bytes, decoder: CdrDecoder
-                              ) -> tuple[dict[str, NDArray[np.float64]], str, int]:
-    """A serialised :class:`SensorSamples`: ``times`` (N,) and the (N, 6) arrays named in
-    :data:`~inertial_id.cdr.SENSOR_FIELDS` (the keyword arguments of
-    :meth:`OnlineEstimator.add`), the frame id and ``samples_before``; decoded as
+                              ) -> tuple[dict[str, NDArray[np.float64] | None], str, int]:
+    """A serialised :class:`SensorSamples`: ``times`` (N,), the (N, 6) arrays named in
+    :data:`~inertial_id.cdr.SENSOR_FIELDS` and ``acceleration_noise`` (the keyword arguments
+    of :meth:`OnlineEstimator.add`), the frame id and ``samples_before``; decoded as
     :func:`joint_samples_from_bytes` does."""
     if CdrDecoder.little_endian_cdr(raw):
         return decoder.sensor_samples(raw)
     msg = deserialize_message(raw, SensorSamples)
-    samples = {"times": _times(msg.stamps)}
+    samples: dict[str, NDArray[np.float64] | None] = {"times": _times(msg.stamps)}
     samples.update({name: _rows(getattr(msg, name), 6) for name in SENSOR_FIELDS})
+    samples["acceleration_noise"] = unpack_noise(msg.acceleration_noise, len(msg.stamps))
     return samples, msg.header.frame_id, int(msg.samples_before)
 
 

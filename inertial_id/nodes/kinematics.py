@@ -131,7 +131,8 @@ class Kinematics(PipelineNode):
             return
         self.publisher.publish(self.encoder.sensor_samples(
             batch.times, self.sensor_frame, self.samples_out, twist=twist,
-            proper_acceleration=proper, wrench=batch.wrench, wrench_raw=batch.wrench_raw))
+            proper_acceleration=proper, wrench=batch.wrench, wrench_raw=batch.wrench_raw,
+            acceleration_noise=batch.acceleration_noise))
         self.samples_out += len(batch)
 
 
