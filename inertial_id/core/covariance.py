@@ -130,7 +130,7 @@ class RecursiveBlockScores(BlockScores):
 
     def leverage(self, bread: NDArray[np.float64]) -> NDArray[np.float64]:
         """See :meth:`BlockScores.leverage` (from the ``H (x) H`` sums)."""
-        return np.einsum("acdb,cd->ab", self.fourth, bread, optimize=True)
+        return np.tensordot(self.fourth, bread, axes=([1, 2], [0, 1]))
 
     def transform(self, p: NDArray[np.float64], v: NDArray[np.float64]) -> None:
         """Replace every block by ``c' = P (c - H v)``, ``H' = P H P^T`` (an affine change of

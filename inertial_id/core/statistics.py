@@ -228,9 +228,12 @@ class SufficientStatistics:
             return self
         h = self.information
         jitter = 1e-12 * max(float(np.max(np.diag(h))), 1e-300)
-        share = scipy.linalg.eigh(noise, h + jitter * np.eye(self.n_unknowns),
-                                  eigvals_only=True)[-1]
-        kappa = min(1.0, MAX_NOISE_SHARE / share) if share > 0 else 1.0
+        regular = h + jitter * np.eye(self.n_unknowns)
+        kappa = 1.0
+        # The shares are the generalised eigenvalues (>= 0); their sum bounds the largest.
+        if np.trace(np.linalg.solve(regular, noise)) > MAX_NOISE_SHARE:
+            share = scipy.linalg.eigh(noise, regular, eigvals_only=True)[-1]
+            kappa = min(1.0, MAX_NOISE_SHARE / share) if share > 0 else 1.0
         out = SufficientStatistics(self.n_unknowns)
         out._accumulate(h - kappa * noise, self.moment, self.energy, self.rows,
                         self.samples, self._zero_noise)
