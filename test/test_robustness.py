@@ -496,6 +496,16 @@ def test_unknown_extra_joints_are_ignored(data: Recording) -> None:
         assert all(list(m.joint_names) == data.joint_names for m in h.probe.joint_samples)
 
 
+def test_the_gatherer_reports_the_encoders_noise_it_estimates(data: Recording) -> None:
+    """The simulated encoders' 1e-5 rad, per joint on /diagnostics (errors in variables)."""
+    with harness(nodes=("gatherer",)) as h:
+        h.stream(data, 0.0, 2.0)
+        status = h.fresh_diagnostics()["gatherer"]
+        noise = [float(status.values[f"position_noise_{name}_rad"])
+                 for name in data.joint_names]
+        assert all(0.8e-5 < value < 1.2e-5 for value in noise), noise
+
+
 def test_missing_joints_are_dropped_with_a_message(data: Recording,
                                                    capfd: pytest.CaptureFixture) -> None:
     with harness(nodes=("gatherer",)) as h:
