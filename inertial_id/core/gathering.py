@@ -94,8 +94,12 @@ class Gathering:
         self.last_error: dict[str, str] = {}
         self.settings = settings or GathererSettings()
         locked = set(self.settings.locked_joint_names)
-        self.joint_names = [n for n in movable_joint_names(load_urdf_model(urdf))
-                            if n not in locked]
+        model = load_urdf_model(urdf)
+        self.joint_names = [n for n in movable_joint_names(model) if n not in locked]
+        self.prismatic = frozenset(
+            n for n in self.joint_names
+            if model.joints[model.getJointId(n)].shortname().startswith("JointModelP"))
+        """Joints whose positions are in m (the others' in rad)."""
         self.mapper = JointMapper(self.joint_names)
         s = self.settings
         self.synchronizer = FixedLagSynchronizer(

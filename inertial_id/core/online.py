@@ -263,12 +263,13 @@ class OnlineEstimator:
         a = np.atleast_2d(np.asarray(proper_acceleration, dtype=float))
         w = np.atleast_2d(np.asarray(wrench, dtype=float))
         raw = w if wrench_raw is None else np.atleast_2d(np.asarray(wrench_raw, dtype=float))
-        noise = (np.zeros((t.size, 36)) if acceleration_noise is None
-                 else np.asarray(acceleration_noise, dtype=float).reshape(-1, 36))
+        noise = (np.zeros((t.size, 6, 6)) if acceleration_noise is None
+                 else np.asarray(acceleration_noise, dtype=float))
         if not (v.shape == a.shape == w.shape == raw.shape == (t.size, 6)
-                and noise.shape[0] == t.size):
+                and noise.shape == (t.size, 6, 6)):
             raise SampleError(f"batch shapes {t.shape} {v.shape} {a.shape} {w.shape} "
                               f"{raw.shape} {noise.shape} differ")
+        noise = noise.reshape(t.size, 36)
         if not all(np.isfinite(x).all() for x in (v, a, w, raw, noise)):
             raise SampleError("batch contains NaN or inf")
         self.received += t.size

@@ -194,7 +194,11 @@ class PayloadIdentifier:
             self._all.scale(self.config.forgetting_factor**n)
         noise = None
         if acceleration_noise is not None:
-            covariance = np.asarray(acceleration_noise, dtype=float).reshape(n, 6, 6).sum(0)
+            covariances = np.asarray(acceleration_noise, dtype=float)
+            if covariances.shape != (n, 6, 6):
+                raise SampleError(f"acceleration noise must be ({n}, 6, 6), got "
+                                  f"{covariances.shape}")
+            covariance = covariances.sum(0)
             noise = np.tensordot(covariance, self._noise_basis, axes=2)
         target.add(a, wrench.reshape(-1), np.tile(self._axis_weights, n), n, noise)
 

@@ -14,11 +14,11 @@ covariance; :attr:`SufficientStatistics.scores` returns them with the current, p
 Errors in variables: when the rows ``A`` carry zero-mean noise ``dA`` (the regressor's
 acceleration columns inherit the encoders' noise through the filter's second derivative),
 ``E[A^T W A]`` exceeds the noise-free information by ``E[dA^T W dA]``, and least squares
-shrinks the estimate by that much (the mass of a slowly moved payload by 0.3 %, 5 std, in
+shrinks the estimate by that much (the mass of a slowly moved payload by 0.15 %, 3-7 std, in
 the calibration benchmark). The statistics keep that expectation (``noise_information``) and
 :meth:`SufficientStatistics.corrected` subtracts it: corrected least squares, still a
 quadratic cost. The block scores use the corrected blocks, so the sandwich's scores sum to
-zero at the corrected estimate.
+zero at the corrected estimate (except along a direction where the correction is capped).
 """
 
 from __future__ import annotations
@@ -217,25 +217,26 @@ class SufficientStatistics:
 
     def corrected(self) -> SufficientStatistics:
         """These statistics with the rows' noise removed (corrected least squares), for the
-        solvers: ``A^T W A - kappa E[dA^T W dA]`` with the block scores (already corrected).
+        solvers: ``A^T W A - E[dA^T W dA]`` with the block scores (already corrected).
 
-        ``kappa`` is 1 unless the noise would take more than :data:`MAX_NOISE_SHARE` of the
-        information in some direction (a motion that barely excites it): then it is scaled
-        down to that share, which keeps the cost convex. Without noise: ``self``.
+        In the generalised eigen-directions of the noise against the information
+        (``N v = s H v``, ``s`` the noise's share of the information along ``v``) each share
+        is kept within ``[0, MAX_NOISE_SHARE]``: a motion that barely excites a direction
+        keeps a fifth of its information there, the cost stays convex, and the others are
+        corrected in full. Without noise: ``self``.
         """
         noise = self.noise_information
         if not noise.any():
             return self
         h = self.information
         jitter = 1e-12 * max(float(np.max(np.diag(h))), 1e-300)
-        regular = h + jitter * np.eye(self.n_unknowns)
-        kappa = 1.0
-        # The shares are the generalised eigenvalues (>= 0); their sum bounds the largest.
-        if np.trace(np.linalg.solve(regular, noise)) > MAX_NOISE_SHARE:
-            share = scipy.linalg.eigh(noise, regular, eigvals_only=True)[-1]
-            kappa = min(1.0, MAX_NOISE_SHARE / share) if share > 0 else 1.0
+        shares, vectors = scipy.linalg.eigh(noise, h + jitter * np.eye(self.n_unknowns))
+        capped = np.clip(shares, 0.0, MAX_NOISE_SHARE)
+        if not np.array_equal(capped, shares):  # N = H V diag(s) V^T H with V^T H V = I
+            hv = h @ vectors
+            noise = (hv * capped) @ hv.T
         out = SufficientStatistics(self.n_unknowns)
-        out._accumulate(h - kappa * noise, self.moment, self.energy, self.rows,
+        out._accumulate(h - noise, self.moment, self.energy, self.rows,
                         self.samples, self._zero_noise)
         scores = self.scores
         if scores is not None:

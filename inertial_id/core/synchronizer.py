@@ -422,14 +422,14 @@ class FixedLagSynchronizer:
         if size - 1 <= done:
             return
         q = self._joint_q.view()[done - 1 :]
-        if self.jacobians is not None:
-            self._update_noise(joint_t, done)
         velocity, acceleration = second_differences(joint_t[done - 1 :], q)
         if self.use_measured_velocity:
             velocity = self._joint_v.view()[done : size - 1]
         assert self.kinematics is not None
         twist, proper = self.kinematics(q[1:-1], velocity, acceleration)
         self._joint_f.extend(encode_features(twist, proper))
+        if self.jacobians is not None:
+            self._update_noise(joint_t, done)
 
     def _update_noise(self, joint_t: NDArray[np.float64], done: int) -> None:
         """Position noise of the joint rows ``done`` .. newest - 1 (their features' rows):
@@ -515,11 +515,12 @@ class FixedLagSynchronizer:
         if self.jacobians is not None:
             # The second derivative's weights on the positions, h = basis . P[2:], and the
             # sensor-frame noise J diag(|h|^2 sigma_q^2) J^T at each sample.
-            # Jacobians at each window's joint sample k (at or before the wrench stamps).
+            # Jacobians at each window's joint sample k (at or before the wrench stamps), the
+            # noise in effect at row k - 1 (row k has no variance yet when lag is 0).
             h = np.einsum("nm,nmw->nw", basis, projection[which, 2:, :])
             at_or_before = joint_windows[:, self.window - 1 - self.lag]
             jacobian = self.jacobians(self._joint_q.view()[at_or_before])[which]  # (N, 6, n)
-            sigma2 = self._joint_s.view()[at_or_before][which]  # (N, n)
+            sigma2 = self._joint_s.view()[at_or_before - 1][which]  # (N, n)
             variance = np.einsum("nw,nw->n", h, h)[:, None] * sigma2
             noise = np.einsum("nik,nk,njk->nij", jacobian, variance, jacobian)
         return SyncedSamples(at, position, velocity, acceleration, wrench, wrenches[index],
@@ -532,7 +533,10 @@ class FixedLagSynchronizer:
                                          side="right")) - 1
         else:
             next_k = joint_t.size - 1
-        keep_joints_from = min(max(0, next_k - js.before), max(0, joint_t.size - self.window))
+        # At least 5 rows stay: the next fourth difference starts 3 rows before the newest
+        # features (a 3-sample window alone would skip one).
+        keep_joints_from = min(max(0, next_k - js.before),
+                               max(0, joint_t.size - max(self.window, 5)))
         for rows in (self._joint_t, self._joint_q, self._joint_v):
             rows.drop_front(keep_joints_from)
         for rows in (self._joint_f, self._joint_s):

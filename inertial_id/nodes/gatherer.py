@@ -127,11 +127,13 @@ class Gatherer(PipelineNode):
                                                  - wrench_drops - held)})
         if self.gathering is None:
             return DiagnosticStatus.WARN, "waiting for the URDF", values
-        synchronizer = self.gathering.synchronizer
-        if synchronizer.jacobians is not None:  # the encoders' noise it estimates
-            values.update({f"position_noise_{name}_rad": float(std) for name, std in
-                           zip(self.gathering.joint_names, synchronizer.position_noise.std,
-                               strict=True)})
+        gathering = self.gathering
+        if gathering.synchronizer.jacobians is not None:  # the encoders' noise it estimates
+            values.update({
+                f"position_noise_{name}_{'m' if name in gathering.prismatic else 'rad'}":
+                float(std) for name, std in zip(gathering.joint_names,
+                                                gathering.synchronizer.position_noise.std,
+                                                strict=True)})
         silent = [name for name, s in (("joint_states", self.joint_input),
                                        ("wrench", self.wrench_input)) if s.silent]
         if silent:
