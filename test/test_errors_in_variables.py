@@ -21,7 +21,7 @@ from inertial_id.core.simulation import (
     PayloadSimulation,
     bundled_urdf_path,
 )
-from inertial_id.core.statistics import MAX_NOISE_SHARE, SufficientStatistics
+from inertial_id.core.statistics import MAX_NOISE_SHARE, SlidingWindow, SufficientStatistics
 from inertial_id.core.synchronizer import FixedLagSynchronizer
 
 
@@ -250,3 +250,25 @@ def test_the_slow_motion_mass_is_no_longer_shrunk() -> None:
     with_correction = [_slow_run(seed, True) for seed in (1, 2, 3)]
     assert without < -2.0
     assert abs(np.mean(with_correction)) < 1.0
+
+
+def test_the_sliding_window_keeps_the_noise_of_its_blocks() -> None:
+    """Blocks of 4 samples, at most 2 kept: the window's noise is that of the samples it
+    holds, and its block scores use the corrected blocks."""
+    rng = np.random.default_rng(4)
+    window = SlidingWindow(3, block_samples=4, max_blocks=2)
+    rows, noises = [], []
+    for _ in range(7):  # 2 samples each: blocks close every second add
+        a, b = rng.normal(size=(2, 3)), rng.normal(size=2)
+        noise = np.diag(rng.uniform(0.1, 1.0, 3))
+        window.add(a, b, np.ones(2), 2, noise)
+        rows.append((a, b))
+        noises.append(noise)
+    # Kept: the blocks of adds 3-4 and 5-6 (the one of adds 1-2 left) and add 7 (current).
+    stats = window.statistics
+    np.testing.assert_allclose(stats.noise_information, sum(noises[2:]))
+    x = rng.normal(size=3)
+    blocks = [(2, 4), (4, 6), (6, 7)]
+    scores = np.array([sum(rows[k][0].T @ rows[k][1] - (rows[k][0].T @ rows[k][0] - noises[k])
+                           @ x for k in range(lo, hi)) for lo, hi in blocks])
+    np.testing.assert_allclose(stats.scores.meat(x), scores.T @ scores, rtol=1e-9)
