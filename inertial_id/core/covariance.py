@@ -125,12 +125,18 @@ class RecursiveBlockScores(BlockScores):
     def meat(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """``sum_j w_j^2 g_j g_j^T`` at ``x`` (see the module docstring)."""
         k = self.cross @ x  # [a, b] = sum w^2 c[a] (H x)[b]
-        hxx = np.einsum("abcd,b,c->ad", self.fourth, x, x, optimize=True)
+        hxx = np.outer(x, x).ravel() @ self._fourth_bc  # [a, d] = sum w^2 (H x)[a] (H x)[d]
         return self.second - k - k.T + hxx
+
+    @property
+    def _fourth_bc(self) -> NDArray[np.float64]:
+        """``fourth`` as (n, n*n, n): its middle two indices as one (a view)."""
+        n = self.n_unknowns
+        return self.fourth.reshape(n, n * n, n)
 
     def leverage(self, bread: NDArray[np.float64]) -> NDArray[np.float64]:
         """See :meth:`BlockScores.leverage` (from the ``H (x) H`` sums)."""
-        return np.tensordot(self.fourth, bread, axes=([1, 2], [0, 1]))
+        return bread.ravel() @ self._fourth_bc
 
     def transform(self, p: NDArray[np.float64], v: NDArray[np.float64]) -> None:
         """Replace every block by ``c' = P (c - H v)``, ``H' = P H P^T`` (an affine change of
