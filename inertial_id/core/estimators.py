@@ -473,7 +473,7 @@ class ConsistentEstimator:
                 h = pi_block - cross @ offset_block @ cross.T
                 g = gradient[:N_PI] - cross @ offset_block @ gradient[N_PI:]
             result = sdp.solve_lmi_qp(0.5 * (h + h.T), g, self._margin.value, start=self._warm)
-        except np.linalg.LinAlgError:
+        except (np.linalg.LinAlgError, ArithmeticError):
             return None
         self.last_dedicated = result
         if not result.ok:

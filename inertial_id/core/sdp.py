@@ -279,7 +279,10 @@ def _compile() -> bool:
         import numba
     except ImportError:
         return False
-    jit = numba.njit(cache=True, nogil=True)
+    # numpy's error model: a division by zero gives inf or nan as in the uncompiled code
+    # (numba's default raises ZeroDivisionError, seen once in 40 hypothesis draws); the
+    # result's checks then report a failed solve and cvxpy takes over.
+    jit = numba.njit(cache=True, nogil=True, error_model="numpy")
     _assemble, _adjoint, _max_step = jit(_assemble), jit(_adjoint), jit(_max_step)
     global _congruence, _smallest_jacobi  # noqa: PLW0603
     _congruence, _smallest_jacobi = jit(_congruence), jit(_smallest_jacobi)
@@ -390,4 +393,6 @@ def solve_lmi_qp(hessian: ArrayLike, gradient: ArrayLike, margin: ArrayLike,
              and residual <= ACCEPTABLE_RESIDUAL * stationarity_scale)
     name = {3: "interior", 1: "optimal", 0: "max_iterations"}.get(
         status, "optimal" if close else "numerical_limit")
+    if not (np.isfinite(y).all() and np.isfinite(slack)):
+        name = "numerical_limit"
     return SdpResult(d * y, name, int(iterations), float(gap), float(residual), float(slack))
