@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from test_matched_filter import feed_in_stamp_order
 
 from inertial_id.core.gathering import GathererSettings, Gathering
 from inertial_id.core.kinematics import SensorKinematics
@@ -71,13 +72,7 @@ def _sync_run(sim: PayloadSimulation, model: SensorKinematics, joint_t: np.ndarr
     sync = FixedLagSynchronizer(model.nv, window=window, order=order, lag=lag,
                                 kinematics=model.compute,
                                 jacobians=model.jacobians if jacobians else None)
-    j = 0
-    for i, t in enumerate(wrench_t):
-        while j < joint_t.size and joint_t[j] <= t:
-            sync.add_joint_state(joint_t[j], position[j])
-            j += 1
-        sync.add_wrench(t, wrench[i])
-    return sync.pop_ready()
+    return feed_in_stamp_order(sync, joint_t, position, wrench_t, wrench)[-1]
 
 
 def test_the_acceleration_noise_covariance_matches_monte_carlo() -> None:
@@ -127,13 +122,7 @@ def test_every_window_and_lag_carries_the_noise(window: int, order: int, lag: in
                      order=order)
     sync = FixedLagSynchronizer(model.nv, window=window, order=order, lag=lag,
                                 kinematics=model.compute, jacobians=model.jacobians)
-    batches, j = [], 0
-    for i, t in enumerate(wrench_t):
-        while j < joint_t.size and joint_t[j] <= t:
-            sync.add_joint_state(joint_t[j], position[j])
-            j += 1
-        sync.add_wrench(t, wrench[i])
-        batches.append(sync.pop_ready())
+    batches = feed_in_stamp_order(sync, joint_t, position, wrench_t, wrench, every=1)
     times = np.concatenate([b.times for b in batches if len(b)])
     noise = np.concatenate([b.acceleration_noise for b in batches if len(b)])
     assert noise.shape == (times.size, 6, 6) and len(once) > 300
