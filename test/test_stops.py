@@ -101,13 +101,15 @@ def test_play_and_the_demo_stop_cleanly(bag: Path, ros_env: dict[str, str], comm
     assert "stopped" in output, output
 
 
-def _stop_script(report_after: float, *lines: str) -> subprocess.CompletedProcess:
-    """Run a Python process that installs the stop handlers (dump after ``report_after`` s),
-    sends itself SIGTERM and runs ``lines``."""
+def _stop_script(report_after: float, *lines: str,
+                 exit_after: float = 30.0) -> subprocess.CompletedProcess:
+    """Run a Python process that installs the stop handlers (dump after ``report_after`` s,
+    end after ``exit_after`` s), sends itself SIGTERM and runs ``lines``."""
     script = "\n".join(("import os, signal, time",
                         "from inertial_id.nodes import stopping",
                         f"stopping.STOP_REPORT_AFTER = {report_after}",
-                        "stopping.install()",
+                        f"stopping.STOP_EXIT_AFTER = {exit_after}",
+                        "stopping.install(bounded=True)",
                         "os.kill(os.getpid(), signal.SIGTERM)",
                         "assert stopping.requested()", *lines))
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
@@ -120,6 +122,19 @@ def test_a_stop_that_hangs_prints_where_every_thread_is() -> None:
                         "stuck_in_cleanup()")
     assert done.returncode == 0, done.stderr
     assert "Timeout" in done.stderr and "stuck_in_cleanup" in done.stderr, done.stderr
+
+
+def test_a_stop_whose_teardown_never_returns_ends_after_the_bound() -> None:
+    """Teardown blocked for good (as rclpy's destroy_node once was): the stacks, one line,
+    and the process ends at STOP_EXIT_AFTER with status 0, not at the caller's timeout."""
+    start = time.monotonic()
+    done = _stop_script(0.3, "def blocked_in_teardown():", "    time.sleep(30.0)",
+                        "blocked_in_teardown()", "print('not reached')", exit_after=1.5)
+    assert time.monotonic() - start < 15.0
+    assert done.returncode == 0, done.stderr
+    assert "blocked_in_teardown" in done.stderr, done.stderr
+    assert "ending the process without the rest of its teardown" in done.stderr
+    assert "not reached" not in done.stdout
 
 
 def test_a_stop_that_ends_in_time_prints_nothing() -> None:

@@ -11,7 +11,12 @@ stop waits for the callback running (a solve: up to ``solve_timeout``). A second
 while stopping raises ``KeyboardInterrupt`` (the impatient user's way out). A process still
 running :data:`STOP_REPORT_AFTER` seconds after the request prints every thread's Python stack
 to stderr (``faulthandler``: it works while a thread holds the GIL), so a stop that hangs says
-where.
+where; a node executable still running :data:`STOP_EXIT_AFTER` seconds after it says so in
+one line and ends (exit status 0: the node's work ended with the request; ``replay``, which
+writes its results after a stop, is not bounded). That bound is for teardown that
+never returns: in 1 of about 30 full test suites a node's ``destroy_node`` blocked in rclpy's
+``destroy_when_not_in_use`` (the middleware's node teardown) for good, and the process then
+never ended.
 
 This module imports nothing heavy, so the node executables install the handlers before
 importing rclpy, pinocchio and cvxpy (a stop during those imports is a clean stop too).
@@ -20,13 +25,29 @@ importing rclpy, pinocchio and cvxpy (a stop during those imports is a clean sto
 from __future__ import annotations
 
 import faulthandler
+import os
 import signal
+import sys
+import threading
 from types import FrameType
 
 STOP_REPORT_AFTER = 10.0
 """s after a stop request after which a process still running dumps its threads' stacks."""
 
+STOP_EXIT_AFTER = 20.0
+"""s after a stop request after which a process still running ends without finishing."""
+
 _requested: list[int] = []
+_exit_timer: list[threading.Timer] = []
+_bounded: list[bool] = []
+
+
+def _exit_now() -> None:
+    """The stop did not end in :data:`STOP_EXIT_AFTER` s (the stacks are above): end."""
+    sys.stderr.write(f"inertial_id: still stopping {STOP_EXIT_AFTER:g} s after the request "
+                     "(stacks above): ending the process without the rest of its teardown\n")
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _handle(signum: int, _frame: FrameType | None) -> None:
@@ -34,10 +55,18 @@ def _handle(signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt
     _requested.append(signum)
     faulthandler.dump_traceback_later(STOP_REPORT_AFTER)
+    if _bounded:
+        timer = threading.Timer(STOP_EXIT_AFTER, _exit_now)
+        timer.daemon = True
+        timer.start()
+        _exit_timer.append(timer)
 
 
-def install() -> None:
-    """Let SIGINT and SIGTERM request a stop (main thread only; idempotent)."""
+def install(bounded: bool = False) -> None:
+    """Let SIGINT and SIGTERM request a stop (main thread only; idempotent). ``bounded``
+    (the node executables): end the process :data:`STOP_EXIT_AFTER` s after a request."""
+    if bounded and not _bounded:
+        _bounded.append(True)
     for sig in (signal.SIGINT, signal.SIGTERM):
         if signal.getsignal(sig) is not _handle:
             signal.signal(sig, _handle)
@@ -52,11 +81,14 @@ def clear() -> None:
     """Forget a request (tests running several nodes' ``main`` in one process)."""
     _requested.clear()
     faulthandler.cancel_dump_traceback_later()
+    while _exit_timer:
+        _exit_timer.pop().cancel()
 
 
 def main(node: str) -> int:
-    """Entry point of the node executables: handlers first, then the node module."""
-    install()
+    """Entry point of the node executables: handlers first (stops bounded in time), then the
+    node module."""
+    install(bounded=True)
     from importlib import import_module
 
     return import_module(f"inertial_id.nodes.{node}").main()
