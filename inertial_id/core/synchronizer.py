@@ -513,10 +513,10 @@ class FixedLagSynchronizer:
         twist, proper = decode_features(filtered)
         noise = None
         if self.jacobians is not None:
-            # The second derivative's weights on the positions, h = basis . P[2:], and the
-            # sensor-frame noise J diag(|h|^2 sigma_q^2) J^T at each sample.
-            # Jacobians at each window's joint sample k (at or before the wrench stamps), the
-            # noise in effect at row k - 1 (row k has no variance yet when lag is 0).
+            # The sensor-frame noise J diag(|h|^2 sigma_q^2) J^T at each sample: h = basis .
+            # P[2:] the second derivative's weights on the positions, J at the window's joint
+            # sample k (at or before the wrench stamp), sigma_q^2 in effect at row k - 1 (row
+            # k has none yet when lag is 0).
             h = np.einsum("nm,nmw->nw", basis, projection[which, 2:, :])
             at_or_before = joint_windows[:, self.window - 1 - self.lag]
             jacobian = self.jacobians(self._joint_q.view()[at_or_before])[which]  # (N, 6, n)
