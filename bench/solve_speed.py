@@ -15,8 +15,8 @@ For a window of N samples (default 10,000: 60,000 rows) of the simulated arm, it
 checks that ours and direct reach the same optimum (relative difference of ``x`` and of the
 cost) and prints the speed-up measured in this run. ``--json FILE`` writes the numbers.
 
-``--families`` times the three solve paths of :class:`ConsistentEstimator` instead, on
-growing windows (10 each) of the instance families that matter for the payload SDP:
+``--families`` times the solve paths of :class:`ConsistentEstimator` instead, on growing
+windows (10 each) of the instance families that matter for the payload SDP:
 
 - ``ruler``: a 9 g ruler (30 x 2 x 0.3 cm) moving slowly, 0.5 N / 0.02 N m noise (LMI active);
 - ``box``: a 60 g box (5 cm) on the default trajectory at 1 N / 0.05 N m noise;
@@ -25,14 +25,20 @@ growing windows (10 each) of the instance families that matter for the payload S
 - ``payload``: the demo's 1.5 kg payload on the default trajectory (LMI inactive: the
   interior shortcut's family).
 
-Paths, each after the same parameter update: ``conic`` (cvxpy + Clarabel, what the LMI-
-active solves use today), ``dedicated`` (:mod:`inertial_id.core.sdp`, compiled with numba,
-warm started from the previous window's optimum), ``interior`` (the default path's one
-linear solve where the LMI is inactive), and a tight Clarabel solve (1e-12) as the reference
-for the objective. JSON keys: per family and path median and p90 (us); ``speedup_active``
-(conic / dedicated, median over the LMI-active families' medians), ``speedup_interior``
-(default path / dedicated where the LMI is inactive), ``max_relative_objective_gap``
-(dedicated against the reference, over all solves; negative: the dedicated one is lower),
+Every path is timed from the sufficient statistics to the solution (the estimate's
+packaging, the same for all, aside): ``default`` is what ``solve`` runs without the
+dedicated solver (cvxpy's parameter update, the interior shortcut's linear solve, and
+cvxpy + Clarabel where the LMI is active); ``dedicated`` is
+:func:`inertial_id.core.sdp.solve_statistics` warm-started from the solve one gatherer batch
+(5 samples) earlier, as the solver node runs it at the batch rate; ``dedicated_cold``
+without a warm start; ``dedicated_window`` warm-started from the previous window (2 s of
+data earlier). A tight Clarabel solve (1e-12) is the reference for the objective. JSON keys:
+per family and path median and p90 (us); ``speedup_active`` (default / dedicated, median
+over the LMI-active families' medians), ``speedup_interior`` (the same where the LMI is
+inactive), ``speedup_active_cold`` and ``speedup_active_window`` (the same for the other
+starts), ``dedicated_methods`` (how the warm solves ended: unconstrained, Newton on the
+active face, interior-point), ``max_relative_objective_gap`` (dedicated against the
+reference, over all solves; negative: the dedicated one is lower),
 ``min_eig_over_epsilon`` (smallest ``lambda_min(J) / epsilon`` over the dedicated
 solutions), ``dedicated_failures`` (solves the dedicated path handed to cvxpy).
 """
@@ -196,8 +202,14 @@ def _box(mass: float, sides: tuple[float, float, float], com: Sequence[float]) -
     return BodyParameters.from_mass_com_inertia(mass, com, inertia)
 
 
-def _family_statistics(name: str, windows: int = 10) -> list[SufficientStatistics]:
-    """The statistics of a family's growing windows (see the module docstring)."""
+BATCH = 5
+"""Samples per gatherer batch (1 kHz wrench, 200 Hz batches): what one live solve adds."""
+
+
+def _family_statistics(name: str, windows: int = 10
+                       ) -> list[tuple[SufficientStatistics, SufficientStatistics]]:
+    """The statistics of a family's growing windows (see the module docstring), each with
+    the same window one batch shorter (the previous live solve's statistics)."""
     kinematics = SensorKinematics(bundled_urdf_path(), BUNDLED_SENSOR_FRAME)
     if name == "static":
         rng = np.random.default_rng(5)
@@ -228,8 +240,11 @@ def _family_statistics(name: str, windows: int = 10) -> list[SufficientStatistic
     identifier = PayloadIdentifier(config)
     out = []
     for chunk in np.array_split(np.arange(len(wrench)), windows):
-        identifier.add(twist[chunk], proper[chunk], wrench[chunk])
-        out.append(identifier.statistics.copy())
+        head, last = chunk[:-BATCH], chunk[-BATCH:]
+        identifier.add(twist[head], proper[head], wrench[head])
+        previous = identifier.statistics.copy()
+        identifier.add(twist[last], proper[last], wrench[last])
+        out.append((previous, identifier.statistics.copy()))
     return out
 
 
@@ -251,79 +266,104 @@ def _objective(estimator: ConsistentEstimator, stats: SufficientStatistics,
     return stats.residual(x) + float(weights @ (x[:10] - estimator.prior) ** 2)
 
 
-def _warm_solve(estimator: ConsistentEstimator, warm: np.ndarray | None) -> np.ndarray | None:
-    """The dedicated path from ``warm`` (the previous window's optimum), every repeat alike."""
-    estimator._warm = warm  # noqa: SLF001
-    return estimator._solve_dedicated()  # noqa: SLF001
+def _default_path(estimator: ConsistentEstimator, stats: SufficientStatistics
+                  ) -> np.ndarray | None:
+    """What :meth:`ConsistentEstimator.solve` runs without the dedicated solver, from the
+    statistics to the solution (the estimate's packaging aside): the parameter update, the
+    interior shortcut, and the conic solve when the shortcut does not apply. Returns the
+    solution in the estimator's scaled units."""
+    estimator._update_parameters(stats)  # noqa: SLF001
+    x = estimator._interior_minimiser()  # noqa: SLF001
+    return estimator._solve_sdp() if x is None else x  # noqa: SLF001
+
+
+def _dedicated(estimator: ConsistentEstimator, stats: SufficientStatistics,
+               warm: tuple[np.ndarray | None, np.ndarray | None]) -> np.ndarray | None:
+    """The dedicated path from the statistics, warm-started from ``warm`` (a solution and
+    its dual), every repeat alike."""
+    estimator._warm, estimator._warm_dual = warm  # noqa: SLF001
+    return estimator._solve_dedicated(stats)  # noqa: SLF001
 
 
 def families(repeats: int) -> dict[str, object]:
     """The ``--families`` benchmark (module docstring)."""
-    cases = {"ruler": ({}, True), "box": ({}, True), "static": ({}, True),
-             "static_prior": ({"prior_weight": 1e-2}, True), "payload": ({}, False)}
+    cases = {"ruler": {}, "box": {}, "static": {}, "static_prior": {"prior_weight": 1e-2},
+             "payload": {}}
+    paths = ("default", "dedicated", "dedicated_cold", "dedicated_window")
     times: dict[str, dict[str, list[float]]] = {}
-    gaps, eig_ratios, failures, active_seen = [], [], 0, {}
+    gaps, eig_ratios, failures, active_seen, methods = [], [], 0, {}, {}
     family_gaps: dict[str, list[float]] = {}
-    statistics = {name: _family_statistics(name.split("_")[0]) for name in cases}
-    for name, (options, _) in cases.items():
-        prior = (_box(0.5, (0.1, 0.06, 0.04), [0.0, 0.01, 0.05]).pi
-                 if options else None)
+    for name, options in cases.items():
+        windows = _family_statistics(name.split("_")[0])
+        prior = _box(0.5, (0.1, 0.06, 0.04), [0.0, 0.01, 0.05]).pi if options else None
         estimator = ConsistentEstimator(epsilon=EPSILON, prior=prior, dedicated=True,
                                         **options)
-        estimator.solve(statistics[name][0])  # cvxpy compiles the problem once
-        family = times.setdefault(name, {"conic": [], "dedicated": [], "interior": []})
-        active, warm = 0, None
-        for stats in statistics[name]:
+        estimator.solve(windows[0][1])  # numba loads its cache, cvxpy compiles the problem
+        family = times.setdefault(name, {path: [] for path in paths})
+        active, window_warm = 0, (None, None)
+        for previous, stats in windows:
             estimator._update_parameters(stats)  # noqa: SLF001
-            interior_s, interior = _timed(estimator._interior_minimiser, repeats)  # noqa: SLF001
-            conic_s, _ = _timed(estimator._solve_sdp, repeats)  # noqa: SLF001
-            dedicated_s, x = _timed(partial(_warm_solve, estimator, warm), repeats)
-            warm = estimator._warm  # noqa: SLF001
+            active += estimator._interior_minimiser() is None  # noqa: SLF001
+            default_s, _ = _timed(partial(_default_path, estimator, stats), repeats)
+            # The live node's case: warm from the solve one batch earlier.
+            _dedicated(estimator, previous, (None, None))
+            batch_warm = (estimator._warm, estimator._warm_dual)  # noqa: SLF001
+            dedicated_s, x = _timed(partial(_dedicated, estimator, stats, batch_warm), repeats)
+            result = estimator.last_dedicated
+            cold_s, _ = _timed(partial(_dedicated, estimator, stats, (None, None)), repeats)
+            window_s, _ = _timed(partial(_dedicated, estimator, stats, window_warm), repeats)
+            window_warm = (estimator._warm, estimator._warm_dual)  # noqa: SLF001
+            estimator._update_parameters(stats)  # noqa: SLF001
             estimator._problem.solve(solver="CLARABEL", tol_gap_abs=1e-12,  # noqa: SLF001
                                      tol_gap_rel=1e-12, tol_feas=1e-12)
-            reference = np.asarray(estimator._x.value)  # noqa: SLF001
+            scale = estimator._update_parameters(stats)  # noqa: SLF001
+            reference = scale * np.asarray(estimator._x.value)  # noqa: SLF001
             if x is None:
                 failures += 1
                 continue
-            family["conic"].append(conic_s * 1e6)
-            family["dedicated"].append(dedicated_s * 1e6)
-            if interior is not None:
-                family["interior"].append(interior_s * 1e6)
-            else:
-                active += 1
-            scale = estimator._update_parameters(stats)  # noqa: SLF001
-            value = _objective(estimator, stats, scale * x)
-            value_ref = _objective(estimator, stats, scale * reference)
+            methods.setdefault(name, []).append(result.method)
+            for path, seconds in zip(paths, (default_s, dedicated_s, cold_s, window_s),
+                                     strict=True):
+                family[path].append(seconds * 1e6)
+            value = _objective(estimator, stats, x)
+            value_ref = _objective(estimator, stats, reference)
             gaps.append((value - value_ref) / abs(value_ref))
             family_gaps.setdefault(name, []).append(gaps[-1])
-            eig_ratios.append(min_pseudo_inertia_eigenvalue(scale[:10] * x[:10]) / EPSILON)
+            eig_ratios.append(min_pseudo_inertia_eigenvalue(x[:10]) / EPSILON)
         active_seen[name] = active
     summary = {name: {path: {"median_us": float(np.median(v)), "p90_us": float(np.percentile(
-        v, 90)), "solves": len(v)} for path, v in paths.items() if v}
-        for name, paths in times.items()}
-    active_families = [n for n, k in active_seen.items() if k == len(statistics[n])]
+        v, 90)), "solves": len(v)} for path, v in paths_.items() if v}
+        for name, paths_ in times.items()}
+    active_families = [n for n, k in active_seen.items() if k == len(times[n]["default"])]
     inactive = [n for n, k in active_seen.items() if k == 0]
+
+    def speedup(families_: list[str], path: str) -> float | None:
+        return float(np.median([summary[n]["default"]["median_us"]
+                                / summary[n][path]["median_us"] for n in families_])
+                     ) if families_ else None
+
     result = {
         "families": summary, "lmi_active_solves": active_seen,
+        "dedicated_methods": {n: {m: v.count(m) for m in sorted(set(v))}
+                              for n, v in methods.items()},
         "compiled": sdp.compiled(),
-        "speedup_active": float(np.median([summary[n]["conic"]["median_us"]
-                                           / summary[n]["dedicated"]["median_us"]
-                                           for n in active_families])) if active_families
-        else None,
-        "speedup_interior": float(np.median([summary[n]["interior"]["median_us"]
-                                             / summary[n]["dedicated"]["median_us"]
-                                             for n in inactive])) if inactive else None,
+        "speedup_active": speedup(active_families, "dedicated"),
+        "speedup_interior": speedup(inactive, "dedicated"),
+        "speedup_active_cold": speedup(active_families, "dedicated_cold"),
+        "speedup_active_window": speedup(active_families, "dedicated_window"),
         "max_relative_objective_gap": float(max(gaps)),
         "min_eig_over_epsilon": float(min(eig_ratios)),
         "dedicated_failures": failures,
         "max_relative_objective_gap_per_family": {n: float(max(g))
                                                   for n, g in family_gaps.items()},
     }
-    for name, paths in summary.items():
-        cells = "  ".join(f"{p} {v['median_us']:8.0f} / {v['p90_us']:8.0f} us"
-                          for p, v in paths.items())
-        print(f"{name:13s} LMI active {active_seen[name]:2d}/{len(statistics[name])}  {cells}")
-    for key in ("speedup_active", "speedup_interior", "max_relative_objective_gap",
+    for name, paths_ in summary.items():
+        cells = "  ".join(f"{p} {v['median_us']:7.0f} / {v['p90_us']:7.0f} us"
+                          for p, v in paths_.items())
+        print(f"{name:13s} LMI active {active_seen[name]:2d}/{len(times[name]['default'])}"
+              f"  {cells}")
+    for key in ("dedicated_methods", "speedup_active", "speedup_interior",
+                "speedup_active_cold", "speedup_active_window", "max_relative_objective_gap",
                 "min_eig_over_epsilon", "dedicated_failures",
                 "max_relative_objective_gap_per_family"):
         print(f"{key:28s} {result[key]}")

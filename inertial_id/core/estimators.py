@@ -32,6 +32,7 @@ from inertial_id.core.parameters import (
     min_pseudo_inertia_eigenvalue,
     pseudo_inertia,
 )
+from inertial_id.core.sdp import prior_scale
 from inertial_id.core.shape import Ellipsoid
 from inertial_id.core.statistics import SufficientStatistics
 
@@ -189,14 +190,6 @@ def make_estimate(
     )
 
 
-def prior_scale(information: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Per-entry scale ``s_i`` of the Euclidean prior on ``pi``: the diagonal of ``A^T W A``
-    plus 1e-3 of its mean over all unknowns (the floor keeps the prior in charge of
-    directions the data do not excite)."""
-    diagonal = np.clip(np.diag(information), 0.0, None)
-    return diagonal[:N_PI] + 1e-3 * float(diagonal.mean())
-
-
 def _require_rows(stats: SufficientStatistics) -> None:
     if stats.rows < N_UNKNOWNS:
         raise SolverError(f"{stats.rows:.0f} equations cannot determine {N_UNKNOWNS} unknowns")
@@ -307,7 +300,8 @@ class ConsistentEstimator:
         self.dedicated = dedicated
         self.last_solve = ""
         self.last_dedicated: sdp.SdpResult | None = None
-        self._warm: NDArray[np.float64] | None = None  # last dedicated solution, scaled
+        self._warm: NDArray[np.float64] | None = None  # last dedicated solution and dual
+        self._warm_dual: NDArray[np.float64] | None = None
         # The solver works on x_s = S^-1 x, in units of a mass M and a length L chosen per
         # solve, so that J(pi) = M T J(pi_s) T with T = diag(L, L, L, 1) has entries near one
         # whatever the payload's size (a 9 g ruler has eigenvalues of J near 1e-8 kg m^2).
@@ -410,28 +404,28 @@ class ConsistentEstimator:
 
         With the Euclidean prior the objective is a strictly convex quadratic whenever the
         data and the prior determine every unknown; if its unconstrained minimiser satisfies
-        every constraint it is the SDP's optimum, found by one linear solve instead of the
-        conic solver (``last_solve`` says which path ran). Otherwise the SDP is solved: by
-        the dedicated interior-point method of :mod:`inertial_id.core.sdp` when it covers
-        the problem (only the LMI, the Euclidean prior; ``dedicated``, off by default until
-        its first-use compilation is kept off the nodes' start: about 15 s without numba's
-        disk cache) and ends optimal and strictly feasible, else (or when it does not) by
-        cvxpy, which stays the reference.
+        every constraint it is the SDP's optimum (one linear solve instead of a conic
+        solver). When ``dedicated`` is set and the problem is one it covers (only the LMI,
+        the Euclidean prior), :func:`~inertial_id.core.sdp.solve_statistics` solves it from
+        the statistics in one compiled call: that linear solve, else Newton's method on the
+        previous optimum's active face, else its interior-point method. Otherwise, or when
+        it does not end optimal and strictly feasible, cvxpy solves (the reference), after
+        the same linear-solve shortcut (``interior_shortcut``). ``last_solve`` says which
+        path ran: ``interior``, ``dedicated`` or ``sdp``.
         """
         _require_rows(stats)
         if not (np.isfinite(stats.information).all() and np.isfinite(stats.moment).all()):
             raise SolverError("the sufficient statistics are not finite (noise std so small "
                               "or large that the weights overflow?): reset the estimate")
-        scale = self._update_parameters(stats)
-        x_scaled = self._interior_minimiser()
-        self.last_solve = "interior"
-        if x_scaled is None and self._dedicated_applies():
-            x_scaled = self._solve_dedicated()
-            self.last_solve = "dedicated"
-        if x_scaled is None:
-            x_scaled = self._solve_sdp()
-            self.last_solve = "sdp"
-        x = scale * x_scaled
+        x = self._solve_dedicated(stats) if self._dedicated_applies() else None
+        if x is None:
+            scale = self._update_parameters(stats)
+            x_scaled = self._interior_minimiser()
+            self.last_solve = "interior"
+            if x_scaled is None:
+                x_scaled = self._solve_sdp()
+                self.last_solve = "sdp"
+            x = scale * x_scaled
         estimate = make_estimate(stats, x, self.method, self.known_offset is not None)
         if not estimate.physically_consistent:
             raise SolverError(
@@ -439,7 +433,6 @@ class ConsistentEstimator:
                 f"(min eigenvalue of J = {estimate.min_eigenvalue:.3g})"
             )
         return estimate
-
 
     def _normal_equations(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``H`` and ``g`` of the scaled Euclidean objective ``1/2 x^T H x - g^T x`` (data
@@ -459,29 +452,22 @@ class ConsistentEstimator:
                 and extra.bounding_ellipsoid is None and extra.com_ellipsoid is None
                 and extra.com_box is None)
 
-    def _solve_dedicated(self) -> NDArray[np.float64] | None:
-        """The scaled problem by :func:`~inertial_id.core.sdp.solve_lmi_qp`, the offset
-        eliminated (Schur complement) or fixed, warm-started from the previous solution;
-        None when it does not end optimal and strictly feasible (cvxpy then solves)."""
-        hessian, gradient = self._normal_equations()
-        pi_block, cross = hessian[:N_PI, :N_PI], hessian[:N_PI, N_PI:]
+    def _solve_dedicated(self, stats: SufficientStatistics) -> NDArray[np.float64] | None:
+        """``[pi; offset]`` by :func:`~inertial_id.core.sdp.solve_statistics`, warm-started
+        from the previous solution and its dual; None when it does not end optimal and
+        strictly feasible (cvxpy then solves)."""
         try:
-            if self.known_offset is not None:
-                h, g = pi_block, gradient[:N_PI] - cross @ self._offset.value
-            else:  # the offset's optimum for any pi, substituted (Schur complement)
-                offset_block = np.linalg.inv(hessian[N_PI:, N_PI:])
-                h = pi_block - cross @ offset_block @ cross.T
-                g = gradient[:N_PI] - cross @ offset_block @ gradient[N_PI:]
-            result = sdp.solve_lmi_qp(0.5 * (h + h.T), g, self._margin.value, start=self._warm)
+            x, result = sdp.solve_statistics(
+                stats.information, stats.moment, self.prior, self.prior_weight, self.epsilon,
+                self.known_offset, self._warm, self._warm_dual)
         except (np.linalg.LinAlgError, ArithmeticError):
             return None
         self.last_dedicated = result
         if not result.ok:
             return None
-        self._warm = pi = result.pi
-        if self.known_offset is not None:
-            return np.concatenate((pi, self._offset.value))
-        return np.concatenate((pi, offset_block @ (gradient[N_PI:] - cross.T @ pi)))
+        self._warm, self._warm_dual = result.pi, result.dual
+        self.last_solve = "interior" if result.method == "unconstrained" else "dedicated"
+        return x
 
     def _solve_sdp(self) -> NDArray[np.float64]:
         """The conic solve of the scaled problem; its solution in scaled units."""

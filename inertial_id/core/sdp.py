@@ -28,6 +28,7 @@ duality gap, objective units); a solve ends when it and the dual residual are be
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,8 +55,10 @@ class SdpResult:
     """A solve: ``pi`` (10, the estimate's units), ``status`` (``optimal``, ``interior``:
     the unconstrained minimiser is strictly feasible and is the optimum,
     ``max_iterations``), the ``iterations`` taken, the duality ``gap`` ``<S, Z>`` and the
-    norm of the dual residual (both in the scaled objective's units), and the smallest
-    eigenvalue of ``J(pi) - M`` (positive: strictly feasible)."""
+    norm of the dual residual (both in the scaled objective's units), the smallest
+    eigenvalue of ``J(pi) - M`` (positive: strictly feasible), and the ``method`` that
+    ended it: ``unconstrained``, ``newton`` (on the active face, from the start) or
+    ``interior_point``, and the dual ``Z`` of the LMI (4, 4; the next solve's warm start)."""
 
     pi: NDArray[np.float64]
     status: str
@@ -63,6 +66,8 @@ class SdpResult:
     gap: float
     dual_residual: float
     min_slack: float
+    method: str
+    dual: NDArray[np.float64]
 
     @property
     def ok(self) -> bool:
@@ -82,8 +87,73 @@ def _adjoint(basis: NDArray[np.float64], matrix: NDArray[np.float64]) -> NDArray
     """``<basis_i, matrix>`` for every ``i`` (10,)."""
     out = np.zeros(basis.shape[0])
     for i in range(basis.shape[0]):
-        out[i] = np.sum(basis[i] * matrix)
+        for a in range(4):
+            for b in range(4):
+                out[i] += basis[i, a, b] * matrix[a, b]
     return out
+
+
+def _matmul(left: NDArray[np.float64], right: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``left @ right`` by loops (compiled, a 4 x 4 product costs less than a BLAS call)."""
+    out = np.zeros((left.shape[0], right.shape[1]))
+    for i in range(left.shape[0]):
+        for k in range(left.shape[1]):
+            value = left[i, k]
+            for j in range(right.shape[1]):
+                out[i, j] += value * right[k, j]
+    return out
+
+
+def _matvec(matrix: NDArray[np.float64], vector: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``matrix @ vector`` by loops."""
+    out = np.zeros(matrix.shape[0])
+    for i in range(matrix.shape[0]):
+        for k in range(matrix.shape[1]):
+            out[i] += matrix[i, k] * vector[k]
+    return out
+
+
+def _left_singular(matrix: NDArray[np.float64]) -> tuple[NDArray[np.float64],
+                                                          NDArray[np.float64]]:
+    """Left singular vectors ``U`` (columns) and singular values of a small square matrix
+    ``B = U diag(sigma) V^T``, by one-sided Jacobi rotations on ``B^T`` (Hestenes): the
+    rotations that make the columns of ``B^T R`` orthogonal accumulate into ``R = U``, and
+    the columns' norms are ``sigma``. Relative accuracy on graded matrices, unlike the
+    eigenvalues of ``B B^T``; no LAPACK call."""
+    n = matrix.shape[0]
+    a = matrix.T.copy()
+    u = np.eye(n)
+    for _ in range(40):
+        rotated = False
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                alpha, beta, gamma = 0.0, 0.0, 0.0
+                for k in range(n):
+                    alpha += a[k, p] * a[k, p]
+                    beta += a[k, q] * a[k, q]
+                    gamma += a[k, p] * a[k, q]
+                if abs(gamma) <= 1e-15 * np.sqrt(alpha * beta) or gamma == 0.0:
+                    continue
+                rotated = True
+                zeta = (beta - alpha) / (2.0 * gamma)
+                t = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
+                c = 1.0 / np.sqrt(1.0 + t * t)
+                sn = c * t
+                for k in range(n):
+                    akp, akq = a[k, p], a[k, q]
+                    a[k, p] = c * akp - sn * akq
+                    a[k, q] = sn * akp + c * akq
+                    ukp, ukq = u[k, p], u[k, q]
+                    u[k, p] = c * ukp - sn * ukq
+                    u[k, q] = sn * ukp + c * ukq
+        if not rotated:
+            break
+    sigma = np.zeros(n)
+    for j in range(n):
+        for k in range(n):
+            sigma[j] += a[k, j] * a[k, j]
+        sigma[j] = np.sqrt(sigma[j])
+    return u, sigma
 
 
 def _congruence(r: NDArray[np.float64], basis: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -101,11 +171,13 @@ def _congruence(r: NDArray[np.float64], basis: NDArray[np.float64]) -> NDArray[n
     return out
 
 
-def _smallest_jacobi(matrix: NDArray[np.float64]) -> float:
-    """Smallest eigenvalue of a small symmetric matrix by cyclic Jacobi rotations (a few
-    sweeps; a LAPACK call costs more than the whole on 4 x 4)."""
+def _jacobi(matrix: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Eigenvalues (ascending) and eigenvectors (columns) of a small symmetric matrix by
+    cyclic Jacobi rotations (a few sweeps; a LAPACK call costs more than the whole on
+    4 x 4)."""
     a = matrix.copy()
     n = a.shape[0]
+    vectors = np.eye(n)
     for _ in range(30):
         off = 0.0
         for p in range(n):
@@ -132,10 +204,19 @@ def _smallest_jacobi(matrix: NDArray[np.float64]) -> float:
                     apk, aqk = a[p, k], a[q, k]
                     a[p, k] = c * apk - sn * aqk
                     a[q, k] = sn * apk + c * aqk
-    smallest = a[0, 0]
-    for p in range(1, n):
-        smallest = min(smallest, a[p, p])
-    return smallest
+                    vkp, vkq = vectors[k, p], vectors[k, q]
+                    vectors[k, p] = c * vkp - sn * vkq
+                    vectors[k, q] = sn * vkp + c * vkq
+    values = np.empty(n)
+    for p in range(n):
+        values[p] = a[p, p]
+    order = np.argsort(values)
+    return values[order], vectors[:, order]
+
+
+def _smallest_jacobi(matrix: NDArray[np.float64]) -> float:
+    """Smallest eigenvalue of a small symmetric matrix (:func:`_jacobi`)."""
+    return _jacobi(matrix)[0][0]
 
 
 def _max_step(lam: NDArray[np.float64], direction: NDArray[np.float64]) -> float:
@@ -169,6 +250,20 @@ def _cholesky(matrix: NDArray[np.float64]) -> tuple[NDArray[np.float64], bool]:
     return factor, True
 
 
+def _inverse(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Inverse of a small symmetric positive definite matrix by Cholesky (NaN if it is
+    not: the solve's result then says so)."""
+    n = matrix.shape[0]
+    factor, ok = _cholesky(matrix)
+    out = np.full((n, n), np.nan)
+    if ok:
+        for j in range(n):
+            unit = np.zeros(n)
+            unit[j] = 1.0
+            out[:, j] = _cholesky_solve(factor, unit)
+    return out
+
+
 def _cholesky_solve(factor: NDArray[np.float64], right: NDArray[np.float64]
                     ) -> NDArray[np.float64]:
     """``x`` with ``L L^T x = right`` by forward and back substitution."""
@@ -195,7 +290,7 @@ def _direction(rhs: NDArray[np.float64], lam: NDArray[np.float64], rd: NDArray[n
     for i in range(4):
         for j in range(4):
             target[i, j] = 2.0 * rhs[i, j] / (lam[i] + lam[j])
-    dy = _cholesky_solve(system, -rd + flat @ target.ravel())
+    dy = _cholesky_solve(system, -rd + _matvec(flat, target.reshape(16)))
     ds = _assemble(dy, scaled)
     return dy, ds, target - ds
 
@@ -203,20 +298,21 @@ def _direction(rhs: NDArray[np.float64], lam: NDArray[np.float64], rd: NDArray[n
 def _iterate(hs: NDArray[np.float64], gs: NDArray[np.float64], basis: NDArray[np.float64],
              margin: NDArray[np.float64], y: NDArray[np.float64], z: NDArray[np.float64],
              tolerance: float, objective_scale: float, max_iterations: int
-             ) -> tuple[NDArray[np.float64], int, int, float, float, float]:
+             ) -> tuple[NDArray[np.float64], NDArray[np.float64], int, int, float, float]:
     """The interior-point iterations from a strictly feasible ``y`` and ``z > 0``: the
-    solution, status (1 optimal, 2 stopped at the limit of the arithmetic: ``S`` or ``Z``
-    singular to rounding, 0 out of iterations), iterations, gap, dual residual norm, smallest
-    eigenvalue of ``S``. Compiled with numba when it is installed."""
+    solution, its dual ``Z``, status (1 optimal, 2 stopped at the limit of the arithmetic:
+    ``S`` or ``Z`` singular to rounding, 0 out of iterations), iterations, gap, dual residual
+    norm. Compiled with numba when it is installed."""
     s = _assemble(y, basis) - margin
-    rd = hs @ y - gs - _adjoint(basis, z)
+    rd = _matvec(hs, y) - gs - _adjoint(basis, z)
     status, iteration = 0, 0
     gradient_scale = max(np.sqrt(np.sum(gs * gs)), 1e-300)
     while iteration < max_iterations:
         iteration += 1
-        rd = hs @ y - gs - _adjoint(basis, z)
+        hy = _matvec(hs, y)
+        rd = hy - gs - _adjoint(basis, z)
         gap = np.sum(s * z)
-        stationarity_scale = max(gradient_scale, np.sqrt(np.sum((hs @ y) ** 2)))
+        stationarity_scale = max(gradient_scale, np.sqrt(np.sum(hy * hy)))
         if (gap <= tolerance * objective_scale
                 and np.sqrt(np.sum(rd * rd)) <= tolerance * stationarity_scale):
             status = 1
@@ -226,18 +322,18 @@ def _iterate(hs: NDArray[np.float64], gs: NDArray[np.float64], basis: NDArray[np
         if not (s_ok and z_ok):  # S or Z singular to rounding
             status = 2
             break
-        u, lam, _ = np.linalg.svd(lz.T @ ls)
-        if lam[3] <= 0.0:
+        u, lam = _left_singular(_matmul(lz.T, ls))
+        if lam.min() <= 0.0:
             status = 2
             break
         r_inverse = np.empty((4, 4))  # W^-1, with W^-1 S W^-T = W^T Z W = diag(lam)
-        left = u.T @ lz.T
+        left = _matmul(u.T, lz.T)
         for i in range(4):
             r_inverse[i] = left[i] / np.sqrt(lam[i])
         scaled = _congruence(r_inverse, basis)
         n = basis.shape[0]
         flat = scaled.reshape(n, 16)
-        system, ok = _cholesky(hs + flat @ flat.T)
+        system, ok = _cholesky(hs + _matmul(flat, flat.T))
         if not ok:
             status = 2
             break
@@ -248,11 +344,11 @@ def _iterate(hs: NDArray[np.float64], gs: NDArray[np.float64], basis: NDArray[np
         lam_matrix = np.diag(lam)
         mu_affine = np.sum((lam_matrix + alpha * ds) * (lam_matrix + alpha * dz)) / 4.0
         sigma = (mu_affine / mu) ** 3
-        second = 0.5 * (ds @ dz + dz @ ds)
+        second = 0.5 * (_matmul(ds, dz) + _matmul(dz, ds))
         dy, ds, dz = _direction(sigma * mu * np.eye(4) - square - second, lam, rd, flat,
                                 scaled, system)
         alpha = min(1.0, STEP_FRACTION * min(_max_step(lam, ds), _max_step(lam, dz)))
-        dz_full = r_inverse.T @ dz @ r_inverse
+        dz_full = _matmul(_matmul(r_inverse.T, dz), r_inverse)
         for _ in range(30):  # the scaled step is exact up to rounding: check, else shorten
             y_next = y + alpha * dy
             s_next = _assemble(y_next, basis) - margin
@@ -266,15 +362,424 @@ def _iterate(hs: NDArray[np.float64], gs: NDArray[np.float64], basis: NDArray[np
             break
         y, s, z = y_next, s_next, z_next
     gap = np.sum(s * z)
-    return (y, status, iteration, gap, np.sqrt(np.sum(rd * rd)),
-            np.linalg.eigvalsh(s)[0])
+    return y, z, status, iteration, gap, np.sqrt(np.sum(rd * rd))
+
+
+NEWTON_ITERATIONS = 8
+"""Newton steps on the active face before the interior-point method takes over."""
+
+
+def _face_rank(values: NDArray[np.float64]) -> int:
+    """How many of the ascending eigenvalues ``values`` of ``S`` at an optimum are on the
+    face (zero): those below the widest relative gap of at least 10 (0: none)."""
+    spread = max(abs(values[0]), abs(values[-1]), 1e-300)
+    rank, widest = 0, 10.0
+    for k in range(values.shape[0] - 1):
+        ratio = values[k + 1] / max(abs(values[k]), 1e-300 * spread)
+        if ratio > widest:
+            rank, widest = k + 1, ratio
+    return rank
+
+
+def _active_newton(hs: NDArray[np.float64], gs: NDArray[np.float64],
+                   basis: NDArray[np.float64], margin: NDArray[np.float64],
+                   start: NDArray[np.float64], start_dual: NDArray[np.float64],
+                   tolerance: float
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64], bool, int, float, float]:
+    """Newton's method on the optimality conditions of the face where ``r`` eigenvalues of
+    ``S = J - M`` are zero, as for eigenvalue optimisation (Overton and Womersley, Math.
+    Programming 62, 1993), from ``start`` (the previous optimum; ``r`` from its eigenvalues,
+    :func:`_face_rank`). With ``U`` (4 x r) the face's eigenvectors, ``W`` the others and
+    ``Z = U Z^ U^T``:
+
+        H y - g - A*(Z) = 0,        U^T S(y) U = 0,
+
+    linearised with ``d(U^T S U) = U^T dS U`` and the face's curvature in the first block,
+    ``H + sum_k 2 B_k^T Z^ B_k / (lambda_k - lambda^)`` (``k`` over ``W``,
+    ``B_k,ai = u_a^T basis_i w_k``, ``lambda^`` the face's mean eigenvalue; the positive part
+    of ``Z^``, so that every step solves a positive definite system).
+
+    An active set on the face: an eigenvalue outside it that turns negative joins it; a
+    multiplier that stays negative (``Z^``'s eigenvector, once stationarity holds to 1 %)
+    leaves it. ``Z`` starts from ``start_dual`` (the previous optimum's) when finite, else
+    from the least-squares fit of stationarity, and is carried as a 4 x 4 matrix: the
+    eigenvectors within the face rotate freely. Converged with ``Z^ >= 0``, ``y`` and ``Z``
+    satisfy the problem's optimality conditions (a certificate: the problem is convex).
+    Returns ``y``, ``Z``, whether it converged so, the steps, the gap ``|<S, Z>|`` and the
+    dual residual. A failure (no convergence within :data:`NEWTON_ITERATIONS`, or
+    stationarity not halved in three steps) leaves the problem to the interior-point
+    method."""
+    n = hs.shape[0]
+    y = start.copy()
+    rank = _face_rank(_jacobi(_assemble(y, basis) - margin)[0])
+    fit_dual = not np.isfinite(start_dual).all()
+    z_full = np.zeros((4, 4)) if fit_dual else start_dual.copy()
+    scale_g = np.sqrt(np.sum(gs * gs))
+    relative = initial = np.inf
+    for iteration in range(NEWTON_ITERATIONS + 1):
+        if rank == 0:
+            break
+        values, vectors = _jacobi(_assemble(y, basis) - margin)
+        spread = max(abs(values[0]), abs(values[3]), 1e-300)
+        if rank < 3 and values[rank] < 0.0:
+            rank += 1  # infeasible outside the face: it joins
+        hy = _matvec(hs, y)
+        if iteration == 0 and fit_dual:  # the multipliers that best balance stationarity
+            z_full = _stationary_dual(hy - gs, basis, vectors[:, :rank].copy())
+        u = vectors[:, :rank].copy()
+        z_values, z_vectors = _jacobi(_matmul(_matmul(u.T, z_full), u))
+        u = _matmul(u, z_vectors)  # the face in the multiplier's eigenvectors
+        frame = np.empty((4, 4))  # [U W]
+        frame[:, :rank] = u
+        frame[:, rank:] = vectors[:, rank:]
+        released = rank > 1 and z_values[0] < 0.0 and relative <= 1e-2
+        if released:
+            rank -= 1  # a negative multiplier: that direction leaves the face
+            frame[:, :rank] = u[:, 1:]
+            frame[:, rank] = u[:, 0]
+            z_values = z_values[1:].copy()
+        face_s = _matmul(_matmul(frame.T, _assemble(y, basis) - margin), frame)
+        projection = _frame_projection(basis, frame, rank)  # u_a^T basis_i frame_c
+        pairs = rank * (rank + 1) // 2
+        normals = np.empty((pairs, n))  # <U E_ab U^T, basis_i>, E_ab symmetric
+        face = np.empty(pairs)  # <E_ab, U^T S U>
+        z_vector = np.zeros(pairs)
+        p = 0
+        for i in range(rank):
+            for j in range(i, rank):
+                factor = 1.0 if i == j else 2.0
+                normals[p] = factor * projection[i, j]
+                face[p] = factor * face_s[i, j]
+                if i == j:
+                    z_vector[p] = z_values[i]
+                p += 1
+        residual = hy - gs - _matvec(normals.T, z_vector)
+        residual_norm = np.sqrt(np.sum(residual * residual))
+        relative = residual_norm / max(scale_g, np.sqrt(np.sum(hy * hy)), 1e-300)
+        outside = np.inf
+        for k in range(rank, 4):
+            outside = min(outside, face_s[k, k])
+        if (relative <= 100.0 * tolerance and np.abs(face).max() <= 1e-13 * spread
+                and outside >= -1e-13 * spread and z_values.min() >= 0.0):
+            z_face = np.zeros((rank, rank))
+            for i in range(rank):
+                z_face[i, i] = z_values[i]
+            u_face = frame[:, :rank].copy()
+            return (y, _matmul(_matmul(u_face, z_face), u_face.T), True, iteration,
+                    abs(np.sum(face * z_vector)), residual_norm)
+        if iteration == 0:
+            initial = relative
+        if iteration == NEWTON_ITERATIONS or (iteration >= 3 and relative > 0.5 * initial):
+            break  # out of steps, or not converging (the face is not the optimum's)
+        system = hs.copy()
+        centre = 0.0
+        for i in range(rank):
+            centre += face_s[i, i] / rank
+        for k in range(rank + released, 4):  # a direction that just left: no curvature yet
+            gap = max(face_s[k, k] - centre, 1e-12 * spread)
+            for a in range(rank):
+                weight = 2.0 * max(z_values[a], 0.0) / gap
+                for i in range(n):
+                    for j in range(n):
+                        system[i, j] += weight * projection[a, k, i] * projection[a, k, j]
+        factor_k, ok = _cholesky(system)
+        if not ok:
+            break
+        k_residual = _cholesky_solve(factor_k, residual)
+        k_normals = np.empty((pairs, n))
+        for p in range(pairs):
+            k_normals[p] = _cholesky_solve(factor_k, normals[p].copy())
+        schur, ok = _cholesky(_matmul(normals, k_normals.T))
+        if not ok:
+            break
+        dz = _cholesky_solve(schur, _matvec(normals, k_residual) - face)
+        y = y + _matvec(k_normals.T, dz) - k_residual
+        z_face = np.zeros((rank, rank))
+        p = 0
+        for i in range(rank):
+            for j in range(i, rank):
+                z_face[i, j] = z_vector[p] + dz[p]
+                z_face[j, i] = z_face[i, j]
+                p += 1
+        u_face = frame[:, :rank].copy()
+        z_full = _matmul(_matmul(u_face, z_face), u_face.T)
+        if not np.isfinite(y).all():
+            break
+    return y, z_full, False, iteration, 0.0, 0.0
+
+
+def _frame_projection(basis: NDArray[np.float64], frame: NDArray[np.float64],
+                      rank: int) -> NDArray[np.float64]:
+    """``frame_a^T basis_i frame_c`` for the face's columns ``a < rank`` and every column
+    ``c`` (rank, 4, n), from the few nonzero entries of each ``basis_i``."""
+    n = basis.shape[0]
+    out = np.zeros((rank, 4, n))
+    for i in range(n):
+        for q in range(4):
+            for r in range(4):
+                value = basis[i, q, r]
+                if value != 0.0:
+                    for a in range(rank):
+                        left = value * frame[q, a]
+                        for c in range(4):
+                            out[a, c, i] += left * frame[r, c]
+    return out
+
+
+def _stationary_dual(gradient: NDArray[np.float64], basis: NDArray[np.float64],
+                     u: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The face's multiplier ``Z = U Z^ U^T`` (``Z^ >= 0``) that best fits stationarity
+    ``A*(Z) = gradient`` in least squares, its negative part dropped."""
+    rank = u.shape[1]
+    frame = np.zeros((4, 4))
+    frame[:, :rank] = u
+    projection = _frame_projection(basis, frame, rank)
+    pairs = rank * (rank + 1) // 2
+    normals = np.empty((pairs, basis.shape[0]))
+    p = 0
+    for i in range(rank):
+        for j in range(i, rank):
+            normals[p] = (1.0 if i == j else 2.0) * projection[i, j]
+            p += 1
+    gram, ok = _cholesky(_matmul(normals, normals.T))
+    z_face = np.zeros((rank, rank))
+    if ok:
+        fit = _cholesky_solve(gram, _matvec(normals, gradient))
+        p = 0
+        for i in range(rank):
+            for j in range(i, rank):
+                z_face[i, j] = fit[p]
+                z_face[j, i] = fit[p]
+                p += 1
+    values, vectors = _jacobi(z_face)
+    z_face = _matmul(vectors * np.maximum(values, 0.0), vectors.T)
+    return _matmul(_matmul(u, z_face), u.T)
+
+
+THETAS = np.array([0.0, 1e-3, 1e-2, 0.05, 0.2, 0.5, 1.0])
+"""Fractions of the way from a warm start to the centre tried for a strictly feasible start."""
+
+
+def _solve(hs: NDArray[np.float64], gs: NDArray[np.float64], basis: NDArray[np.float64],
+           d: NDArray[np.float64], margin: NDArray[np.float64], start: NDArray[np.float64],
+           start_dual: NDArray[np.float64], tolerance: float, max_iterations: int
+           ) -> tuple[NDArray[np.float64], NDArray[np.float64], int, int, float, float, float,
+                      float, float]:
+    """The scaled problem (``pi = d y``, ``basis_i = d_i F_i``): the unconstrained optimum if
+    it is unique (Cholesky pivots above 1e-6 of the largest) and strictly feasible; else,
+    from a ``start`` (scaled; NaN: none), Newton's method on its active face
+    (:func:`_active_newton`, dual from ``start_dual``); else the interior-point iterations
+    from a strictly feasible start (``start`` moved towards the centre, or the centre); then
+    the final nudge above rounding. Returns ``y``, the dual ``Z``, status (3 interior,
+    1 optimal, 4 optimal by Newton's method, 2 arithmetic limit, 0 out of iterations, -1
+    ``H`` not positive definite), iterations (or Newton steps), gap, dual residual, smallest
+    eigenvalue of ``J(d y) - M``, and the objective and stationarity scales the status was
+    judged on."""
+    n = hs.shape[0]
+    factor, ok = _cholesky(hs)
+    if not ok:
+        return gs * 0.0, margin * 0.0, -1, 0, 0.0, 0.0, 0.0, 1.0, 1.0
+    unconstrained = _cholesky_solve(factor, gs)
+    objective_scale = max(abs(np.sum(gs * unconstrained)), 1e-300)
+    jmat = _assemble(unconstrained, basis)
+    slack = _smallest_jacobi(jmat - margin)
+    pivots = np.diag(factor)
+    if slack > 0.0 and pivots.min() > 1e-6 * pivots.max():
+        return unconstrained, margin * 0.0, 3, 0, 0.0, 0.0, slack, objective_scale, 1.0
+    eigen = _jacobi(jmat)[0]
+    margin_size = np.abs(_jacobi(margin)[0]).max()
+    newton = (_active_newton(hs, gs, basis, margin, start, start_dual, tolerance)
+              if np.isfinite(start).all() else (start, start_dual, False, 0, 0.0, 0.0))
+    if newton[2]:
+        y, z, status, iterations, gap, residual = (newton[0], newton[1], 4, newton[3],
+                                                   newton[4], newton[5])
+    else:
+        tau = max(2.0 * margin_size, 1e-3 * max(abs(eigen[0]), abs(eigen[3])), 1e-12)
+        centre = np.empty(n)
+        for i in range(n):
+            centre[i] = tau * CENTRE[i] / d[i]
+        y = centre.copy()
+        if np.isfinite(start).all():
+            for theta in THETAS:
+                point = start + theta * (centre - start)
+                if _smallest_jacobi(_assemble(point, basis) - margin) > 1e-3 * tau:
+                    y = point
+                    break
+        s_inverse = _inverse(_assemble(y, basis) - margin)
+        adjoint_inverse = _adjoint(basis, s_inverse)
+        mu = max(np.sqrt(np.sum((_matvec(hs, y) - gs) ** 2))
+                 / max(np.sqrt(np.sum(adjoint_inverse**2)), 1e-300), 1e-12)
+        y, z, status, iterations, gap, residual = _iterate(
+            hs, gs, basis, margin, y, mu * s_inverse, tolerance, objective_scale,
+            max_iterations)
+    # J(pi) - M as a user evaluates it, from pi = d y; below the rounding of its eigenvalues,
+    # move along the centre direction (J(CENTRE) = I: every eigenvalue rises alike).
+    pi = d * y
+    floor = 1e-9 * margin_size + 1e-14 * np.abs(_assemble(pi, BASIS)).max() + 1e-300
+    for _ in range(3):
+        slack = _smallest_jacobi(_assemble(d * y, BASIS) - margin)
+        if slack >= floor:
+            break
+        y = y + (2.0 * floor - slack) * CENTRE / d
+    hy = _matvec(hs, y)
+    stationarity_scale = max(np.sqrt(np.sum(gs * gs)), np.sqrt(np.sum(hy * hy)))
+    return y, z, status, iterations, gap, residual, slack, objective_scale, stationarity_scale
+
+
+def _solve_unscaled(hessian: NDArray[np.float64], gradient: NDArray[np.float64],
+                    margin: NDArray[np.float64], start: NDArray[np.float64],
+                    start_dual: NDArray[np.float64], tolerance: float, max_iterations: int
+                    ) -> tuple[NDArray[np.float64], NDArray[np.float64], int, int, float,
+                               float, float, float, float]:
+    """:func:`_solve` on ``H`` scaled to a unit diagonal (``pi = d y``); returns ``pi``
+    instead of ``y``."""
+    n = hessian.shape[0]
+    d = np.empty(n)
+    for i in range(n):
+        d[i] = 1.0 / np.sqrt(hessian[i, i]) if hessian[i, i] > 0.0 else 1.0
+    hs = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            hs[i, j] = d[i] * 0.5 * (hessian[i, j] + hessian[j, i]) * d[j]
+    basis = np.empty((n, 4, 4))  # J(d y) = sum_i y_i basis_i
+    for i in range(n):
+        basis[i] = BASIS[i] * d[i]
+    y, z, status, iterations, gap, residual, slack, objective_scale, stationarity_scale = (
+        _solve(hs, d * gradient, basis, d, margin, start / d, start_dual, tolerance,
+               max_iterations))
+    return (d * y, z, status, iterations, gap, residual, slack, objective_scale,
+            stationarity_scale)
+
+
+def prior_scale(information: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per-entry scale ``s_i`` of the Euclidean prior on ``pi``: the diagonal of ``A^T W A``
+    plus 1e-3 of its mean over all unknowns (the floor keeps the prior in charge of
+    directions the data do not excite)."""
+    diagonal = np.maximum(np.diag(information), 0.0)
+    return diagonal[:N_PI] + 1e-3 * np.mean(diagonal)
+
+
+def _solve_statistics(information: NDArray[np.float64], moment: NDArray[np.float64],
+                      prior: NDArray[np.float64], prior_weight: float,
+                      epsilon: float, known_offset: NDArray[np.float64],
+                      start: NDArray[np.float64], start_dual: NDArray[np.float64],
+                      tolerance: float, max_iterations: int
+                      ) -> tuple[NDArray[np.float64], NDArray[np.float64], int, int, float,
+                                 float, float, float, float]:
+    """The payload's problem from its statistics (``[pi; offset]``, 16 unknowns): the
+    Euclidean prior added, the offset fixed (``known_offset`` finite) or eliminated by its
+    Schur complement, :func:`_solve_unscaled`, the offset's optimum for the solution.
+    Returns ``[pi; offset]`` and the rest of :func:`_solve_unscaled`'s result."""
+    weights = prior_weight * prior_scale(information)
+    hessian = information[:N_PI, :N_PI].copy()
+    gradient = moment[:N_PI] + weights * prior
+    for i in range(N_PI):
+        hessian[i, i] += weights[i]
+    cross = information[:N_PI, N_PI:]
+    fixed = np.isfinite(known_offset).all()
+    inverse = np.eye(moment.shape[0] - N_PI)
+    if fixed:
+        gradient -= _matvec(cross, known_offset)
+    else:
+        inverse = _inverse(information[N_PI:, N_PI:])
+        coupling = _matmul(cross, inverse)
+        hessian -= _matmul(coupling, cross.T)
+        gradient -= _matvec(coupling, moment[N_PI:])
+    pi, z, status, iterations, gap, residual, slack, objective_scale, stationarity_scale = (
+        _solve_unscaled(hessian, gradient, epsilon * np.eye(4), start, start_dual, tolerance,
+                        max_iterations))
+    x = np.empty(moment.shape[0])
+    x[:N_PI] = pi
+    if fixed:
+        x[N_PI:] = known_offset
+    else:
+        x[N_PI:] = _matvec(inverse, moment[N_PI:] - _matvec(cross.T, pi))
+    return (x, z, status, iterations, gap, residual, slack, objective_scale,
+            stationarity_scale)
+
+
+def _result(pi: NDArray[np.float64], dual: NDArray[np.float64], status: int, iterations: int,
+            gap: float, residual: float, slack: float, objective_scale: float,
+            stationarity_scale: float) -> SdpResult:
+    """The :class:`SdpResult` of a :func:`_solve`'s outcome (``pi`` unscaled)."""
+    if status == -1:
+        raise np.linalg.LinAlgError("the Hessian is not positive definite")
+    close = (gap <= ACCEPTABLE_GAP * objective_scale
+             and residual <= ACCEPTABLE_RESIDUAL * stationarity_scale)
+    name = _STATUS.get(status, "optimal" if close else "numerical_limit")
+    if not math.isfinite(slack + pi.sum()):
+        name = "numerical_limit"
+    return SdpResult(pi, name, iterations, gap, residual, slack,
+                     _METHOD.get(status, "interior_point"), dual)
+
+
+_STATUS = {3: "interior", 1: "optimal", 4: "optimal", 0: "max_iterations"}
+_METHOD = {3: "unconstrained", 4: "newton"}
+
+
+_NONE_PI, _NONE_DUAL, _NONE_OFFSET = np.full(N_PI, np.nan), np.full((4, 4), np.nan), \
+    np.full(6, np.nan)
+"""The compiled code's "none" for a start, its dual and the offset (read only)."""
+
+
+def _start(start: ArrayLike | None, start_dual: ArrayLike | None
+           ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Warm-start arrays for the compiled code (NaN: none)."""
+    first = _NONE_PI if start is None else np.asarray(start, dtype=float)
+    dual = _NONE_DUAL if start_dual is None else np.asarray(start_dual, dtype=float)
+    return first, dual
+
+
+def solve_lmi_qp(hessian: ArrayLike, gradient: ArrayLike, margin: ArrayLike,
+                 start: ArrayLike | None = None, start_dual: ArrayLike | None = None,
+                 tolerance: float = 1e-12, max_iterations: int = 60) -> SdpResult:
+    """``min 1/2 pi^T H pi - g^T pi  s.t.  J(pi) - M >= 0`` (module docstring).
+
+    ``hessian`` (10, 10) positive definite, ``gradient`` (10,), ``margin`` ``M`` (4, 4)
+    symmetric, ``start`` a previous solution and ``start_dual`` its :attr:`SdpResult.dual`
+    (warm start; any point, made strictly feasible here). A result that is not
+    :attr:`SdpResult.ok` says why; a Hessian that is not positive definite raises
+    ``numpy.linalg.LinAlgError``.
+    """
+    compiled()
+    first, dual = _start(start, start_dual)
+    return _result(*_solve_unscaled(
+        np.ascontiguousarray(hessian, dtype=float), np.ascontiguousarray(gradient, dtype=float),
+        np.ascontiguousarray(margin, dtype=float), first, dual, tolerance, max_iterations))
+
+
+def solve_statistics(information: NDArray[np.float64], moment: NDArray[np.float64],
+                     prior: NDArray[np.float64], prior_weight: float, epsilon: float,
+                     known_offset: ArrayLike | None = None, start: ArrayLike | None = None,
+                     start_dual: ArrayLike | None = None, tolerance: float = 1e-12,
+                     max_iterations: int = 60) -> tuple[NDArray[np.float64], SdpResult]:
+    """The payload's consistent estimate from its sufficient statistics in one compiled
+    call: ``min ||A x - b||^2_W + w sum_i s_i (pi_i - prior_i)^2`` (``s``:
+    :func:`prior_scale`) subject to ``J(pi) >= epsilon I``, ``x = [pi; offset]`` (16,
+    kg, kg m, kg m^2; N, N m), the offset fixed to ``known_offset`` or estimated. Returns
+    ``x`` and the :class:`SdpResult` of the 10-parameter problem (warm start: the previous
+    ``result.pi`` and ``result.dual``)."""
+    if not _COMPILED:
+        compiled()
+    first, dual = _start(start, start_dual)
+    offset = _NONE_OFFSET if known_offset is None else np.asarray(known_offset, dtype=float)
+    x, *rest = _solve_statistics(information, moment, prior, float(prior_weight),
+                                 float(epsilon), offset, first, dual, tolerance, max_iterations)
+    return x, _result(x[:N_PI], *rest)
+
+
+_COMPILED_FUNCTIONS = (
+    "_assemble", "_adjoint", "_matmul", "_matvec", "_left_singular", "_congruence", "_jacobi",
+    "_smallest_jacobi", "_max_step", "_cholesky", "_inverse", "_cholesky_solve", "_direction",
+    "_iterate", "_face_rank", "_active_newton", "_frame_projection", "_stationary_dual",
+    "_solve", "_solve_unscaled", "prior_scale", "_solve_statistics")
+"""The functions the compiled solve runs through (each calls the others by module name)."""
 
 
 def _compile() -> bool:
-    """Compile the iteration's functions with numba (cached on disk) where it is installed;
-    ``False`` leaves them plain numpy (the same algorithm, about 50 times slower)."""
-    global _assemble, _adjoint, _max_step, _cholesky, _cholesky_solve  # noqa: PLW0603
-    global _direction, _iterate  # noqa: PLW0603
+    """Compile :data:`_COMPILED_FUNCTIONS` with numba (cached on disk) where it is
+    installed; ``False`` leaves them plain numpy (the same algorithm, about 50 times
+    slower)."""
     try:
         import numba
     except ImportError:
@@ -283,13 +788,9 @@ def _compile() -> bool:
     # (numba's default raises ZeroDivisionError, seen once in 40 hypothesis draws); the
     # result's checks then report a failed solve and cvxpy takes over.
     jit = numba.njit(cache=True, nogil=True, error_model="numpy")
-    _assemble, _adjoint, _max_step = jit(_assemble), jit(_adjoint), jit(_max_step)
-    global _congruence, _smallest_jacobi  # noqa: PLW0603
-    _congruence, _smallest_jacobi = jit(_congruence), jit(_smallest_jacobi)
-    _cholesky, _cholesky_solve = jit(_cholesky), jit(_cholesky_solve)
-    _direction, _iterate = jit(_direction), jit(_iterate)
-    global _smallest_eigenvalue, _solve  # noqa: PLW0603
-    _smallest_eigenvalue, _solve = jit(_smallest_eigenvalue), jit(_solve)
+    module = globals()
+    for name in _COMPILED_FUNCTIONS:
+        module[name] = jit(module[name])
     return True
 
 
@@ -303,96 +804,3 @@ def compiled() -> bool:
     if not _COMPILED:
         _COMPILED.append(_compile())
     return _COMPILED[0]
-
-
-THETAS = np.array([0.0, 1e-3, 1e-2, 0.05, 0.2, 0.5, 1.0])
-"""Fractions of the way from a warm start to the centre tried for a strictly feasible start."""
-
-
-def _smallest_eigenvalue(matrix: NDArray[np.float64]) -> float:
-    return np.linalg.eigvalsh(matrix)[0]
-
-
-def _solve(hs: NDArray[np.float64], gs: NDArray[np.float64], basis: NDArray[np.float64],
-           d: NDArray[np.float64], margin: NDArray[np.float64], start: NDArray[np.float64],
-           tolerance: float, max_iterations: int
-           ) -> tuple[NDArray[np.float64], int, int, float, float, float, float, float]:
-    """The scaled problem (``pi = d y``, ``basis_i = d_i F_i``): the unconstrained optimum if
-    strictly feasible, else the interior-point iterations from a strictly feasible start
-    (``start``, scaled, moved towards the centre; the centre when it holds a NaN), and the
-    final nudge above rounding. Returns ``y``, status (3 interior, 1 optimal, 2 arithmetic
-    limit, 0 out of iterations, -1 ``H`` not positive definite), iterations, gap, dual
-    residual, smallest eigenvalue of ``J(d y) - M``, and the objective and stationarity
-    scales the status was judged on."""
-    n = hs.shape[0]
-    factor, ok = _cholesky(hs)
-    if not ok:
-        return gs * 0.0, -1, 0, 0.0, 0.0, 0.0, 1.0, 1.0
-    unconstrained = _cholesky_solve(factor, gs)
-    objective_scale = max(abs(np.sum(gs * unconstrained)), 1e-300)
-    jmat = _assemble(unconstrained, basis)
-    slack = _smallest_eigenvalue(jmat - margin)
-    if slack > 0.0:
-        return unconstrained, 3, 0, 0.0, 0.0, slack, objective_scale, 1.0
-    eigen = np.linalg.eigvalsh(jmat)
-    margin_size = np.abs(np.linalg.eigvalsh(margin)).max()
-    tau = max(2.0 * margin_size, 1e-3 * max(abs(eigen[0]), abs(eigen[3])), 1e-12)
-    centre = np.empty(n)
-    for i in range(n):
-        centre[i] = tau * CENTRE[i] / d[i]
-    y = centre.copy()
-    if np.isfinite(start).all():
-        for theta in THETAS:
-            point = start + theta * (centre - start)
-            if _smallest_eigenvalue(_assemble(point, basis) - margin) > 1e-3 * tau:
-                y = point
-                break
-    s_inverse = np.linalg.inv(_assemble(y, basis) - margin)
-    adjoint_inverse = _adjoint(basis, s_inverse)
-    mu = max(np.sqrt(np.sum((hs @ y - gs) ** 2))
-             / max(np.sqrt(np.sum(adjoint_inverse**2)), 1e-300), 1e-12)
-    y, status, iterations, gap, residual, _ = _iterate(
-        hs, gs, basis, margin, y, mu * s_inverse, tolerance, objective_scale, max_iterations)
-    # J(pi) - M as a user evaluates it, from pi = d y; below the rounding of its eigenvalues,
-    # move along the centre direction (J(CENTRE) = I: every eigenvalue rises alike).
-    pi = d * y
-    floor = 1e-9 * margin_size + 1e-14 * np.abs(_assemble(pi, BASIS)).max() + 1e-300
-    for _ in range(3):
-        slack = _smallest_eigenvalue(_assemble(d * y, BASIS) - margin)
-        if slack >= floor:
-            break
-        y = y + (2.0 * floor - slack) * CENTRE / d
-    stationarity_scale = max(np.sqrt(np.sum(gs * gs)), np.sqrt(np.sum((hs @ y) ** 2)))
-    return y, status, iterations, gap, residual, slack, objective_scale, stationarity_scale
-
-
-def solve_lmi_qp(hessian: ArrayLike, gradient: ArrayLike, margin: ArrayLike,
-                 start: ArrayLike | None = None, tolerance: float = 1e-12,
-                 max_iterations: int = 60) -> SdpResult:
-    """``min 1/2 pi^T H pi - g^T pi  s.t.  J(pi) - M >= 0`` (module docstring).
-
-    ``hessian`` (10, 10) positive definite, ``gradient`` (10,), ``margin`` ``M`` (4, 4)
-    symmetric, ``start`` a previous solution (warm start; any point, made strictly feasible
-    here). A result that is not :attr:`SdpResult.ok` says why; a Hessian that is not
-    positive definite raises ``numpy.linalg.LinAlgError``.
-    """
-    compiled()
-    h = np.asarray(hessian, dtype=float)
-    diagonal = np.diag(h)
-    d = 1.0 / np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
-    hs = np.ascontiguousarray(d[:, None] * h * d[None, :])
-    gs = d * np.asarray(gradient, dtype=float)
-    basis = np.ascontiguousarray(BASIS * d[:, None, None])  # J(d * y) = sum_i y_i basis_i
-    first = np.full(N_PI, np.nan) if start is None else np.asarray(start, dtype=float) / d
-    y, status, iterations, gap, residual, slack, objective_scale, stationarity_scale = _solve(
-        hs, gs, basis, d, np.ascontiguousarray(margin, dtype=float), first, tolerance,
-        max_iterations)
-    if status == -1:
-        raise np.linalg.LinAlgError("the Hessian is not positive definite")
-    close = (gap <= ACCEPTABLE_GAP * objective_scale
-             and residual <= ACCEPTABLE_RESIDUAL * stationarity_scale)
-    name = {3: "interior", 1: "optimal", 0: "max_iterations"}.get(
-        status, "optimal" if close else "numerical_limit")
-    if not (np.isfinite(y).all() and np.isfinite(slack)):
-        name = "numerical_limit"
-    return SdpResult(d * y, name, int(iterations), float(gap), float(residual), float(slack))
