@@ -138,12 +138,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     accumulate_us = (time.perf_counter() - start) / args.samples * 1e6
     stats = identifier.statistics
 
-    conic = ConsistentEstimator(epsilon=EPSILON, prior_weight=0.0, interior_shortcut=False)
+    conic = ConsistentEstimator(epsilon=EPSILON, prior_weight=0.0, interior_shortcut=False,
+                                dedicated=False)
     ours = conic.solve(stats)  # compiles the problem once
     ours_s = median_time(lambda: conic.solve(stats), args.repeats)
     x_ours = np.concatenate((ours.pi, ours.offset))
     # The default estimator: one linear solve when the unconstrained optimum is feasible.
-    shortcut = ConsistentEstimator(epsilon=EPSILON, prior_weight=0.0)
+    shortcut = ConsistentEstimator(epsilon=EPSILON, prior_weight=0.0, dedicated=False)
     fast = shortcut.solve(stats)
     shortcut_s = median_time(lambda: shortcut.solve(stats), args.repeats)
     x_fast = np.concatenate((fast.pi, fast.offset))

@@ -165,6 +165,9 @@ SOLVER_PARAMS = LINKS_PARAMS + (
           live=True),
     Param("solve_timeout", 0.2, "s: a slower solve fails and the last estimate stays (0: none)",
           low=0, unit="s", live=True),
+    Param("dedicated_solver", _P.dedicated_solver, "lmi_sdp: the compiled interior-point/"
+          "Newton solver (prepared in the background at start; cvxpy until it is ready)",
+          live=True),
     Param("min_samples", _O.min_samples, "samples before the first solve", low=1,
           unit="samples", live=True),
     Param("converged_mass_std", _O.converged_mass_std,
@@ -193,8 +196,9 @@ SOLVER_PARAMS = LINKS_PARAMS + (
           unit="s", live=True),
     Param("payload_change_after", _O.payload_change_after,
           "s of anomaly taken as a new payload (0: never)", low=0, unit="s", live=True),
-    Param("publish_rate", 2.0, "estimates published per second (Hz)", low=0, open_low=True,
-          high=1000, unit="Hz", live=True),
+    Param("publish_rate", 200.0, "at most this many estimates per second (Hz): one after "
+          "each batch of samples, up to this rate (and 1 Hz without data)", low=0,
+          open_low=True, high=1000, unit="Hz", live=True),
     Param("contact_decimation", 10, "publish ~/contact every N samples (and at every change)",
           low=1, unit="samples", live=True),
     Param("calibration_file", "", "where ~/save writes the estimate (YAML, replay --output "
@@ -360,7 +364,8 @@ def online_config(values: Mapping[str, Any], initial: Estimate | None = None) ->
         forgetting_factor=float(v["forgetting_factor"]),
         window_samples=int(v["window_samples"]), method=v["method"],
         epsilon=float(v["epsilon"]),
-        solve_timeout=float(v["solve_timeout"]) or None, **prior,
+        solve_timeout=float(v["solve_timeout"]) or None,
+        dedicated_solver=bool(v["dedicated_solver"]), **prior,
     )
     return OnlineConfig(
         payload=payload, min_samples=int(v["min_samples"]),

@@ -237,6 +237,8 @@ for cls in (InertialParameters, ContactAnomaly, JointSamples, SensorSamples):
 print("ok", where)
 EOF
   )
+  say "compiling the dedicated SDP solver into numba's cache (about a minute; once per change)"
+  (cd / && run sdp-compile "$PY" -c "from inertial_id.core import sdp; sdp.warm_up()")
   say "ready: ${VENV#"$ROOT"/} (Python $PY_VERSION, ROS 2 $DISTRO)"
 else
   say "up to date: nothing to do"

@@ -23,6 +23,15 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile the dedicated SDP solver, or load it from numba's disk cache, before any test:
+    the node processes the tests start then find it ready instead of compiling it in the
+    background while a test measures them."""
+    from inertial_id.core import sdp
+
+    sdp.warm_up()
+
+
 @pytest.fixture(scope="session")
 def ros_env() -> dict[str, str]:
     """Environment for ROS subprocesses: same discovery range and domain as this process."""

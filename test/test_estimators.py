@@ -514,7 +514,7 @@ def test_interior_shortcut_equals_the_conic_solve(seed, noise, prior_weight, kno
     options = {"prior": PAYLOAD.pi * rng.uniform(0.5, 1.5, N_PI), "prior_weight": prior_weight,
                "known_offset": OFFSET if known_offset else None}
     fast = ConsistentEstimator(dedicated=sdp.compiled(), **options)
-    conic = ConsistentEstimator(interior_shortcut=False, **options)
+    conic = ConsistentEstimator(interior_shortcut=False, dedicated=False, **options)
     try:
         reference = conic.solve(stats)
     except SolverError:
@@ -547,13 +547,14 @@ def test_interior_shortcut_equals_the_conic_solve(seed, noise, prior_weight, kno
         np.testing.assert_allclose(x_fast, x_ref)
 
 
-def test_interior_shortcut_is_taken_on_good_data_and_not_on_infeasible_data():
+@pytest.mark.parametrize("dedicated", [False, True])
+def test_interior_shortcut_is_taken_on_good_data_and_not_on_infeasible_data(dedicated):
     rng = np.random.default_rng(5)
-    estimator = ConsistentEstimator()
+    estimator = ConsistentEstimator(dedicated=dedicated)
     estimator.solve(_noisy_statistics(rng, 200, 1.0))
     assert estimator.last_solve == "interior"
     # A body whose least-squares fit violates J >= 0: a 'mass' with negative inertia.
     body = BodyParameters.from_pi(PAYLOAD.pi * np.r_[np.ones(4), -np.ones(6)])
     estimate = estimator.solve(_noisy_statistics(rng, 200, 1.0, body))
-    assert estimator.last_solve == "sdp"
+    assert estimator.last_solve == ("dedicated" if dedicated and sdp.compiled() else "sdp")
     assert estimate.physically_consistent

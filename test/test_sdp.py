@@ -93,7 +93,7 @@ def test_a_warm_start_lands_on_the_same_optimum_in_fewer_iterations() -> None:
 def test_the_estimator_uses_it_for_the_lmi_and_cvxpy_for_other_constraints() -> None:
     estimator = ConsistentEstimator(dedicated=True)
     assert estimator._dedicated_applies()  # noqa: SLF001
-    assert not ConsistentEstimator()._dedicated_applies()  # noqa: SLF001 - off by default
+    assert not ConsistentEstimator(dedicated=False)._dedicated_applies()  # noqa: SLF001
     from inertial_id.core.estimators import Constraints
     from inertial_id.core.shape import Ellipsoid
 
@@ -183,3 +183,46 @@ def test_newton_on_the_face_ends_most_solves_one_batch_apart() -> None:
             steps.append(result.iterations)
     assert methods.count("newton") >= 36, methods
     assert np.median(steps) <= 4, steps
+
+
+PREPARATION_SCRIPT = """
+import time
+import numpy as np
+from inertial_id.core import sdp
+from inertial_id.core.estimators import ConsistentEstimator
+from inertial_id.core.statistics import SufficientStatistics
+
+lines = []
+sdp.prepare_in_background(lines.append)
+rng = np.random.default_rng(0)
+a = rng.normal(size=(200, 16))
+x = np.r_[1.0, 0.0, 0.0, 0.05, -1e-3, 0.0, 0.0, -1e-3, 0.0, -1e-3, np.zeros(6)]  # J < 0
+stats = SufficientStatistics(16)
+stats.add(a, a @ x, np.ones(200), 200)
+estimator = ConsistentEstimator()
+start = time.monotonic()
+estimator.solve(stats)
+during = (time.monotonic() - start, estimator.last_solve, sdp.available())
+sdp._PREPARATION[0].join(300)
+estimator.solve(stats)
+print(repr((during, estimator.last_solve, sdp.available(), lines)))
+"""
+
+
+@pytest.mark.skipif(not compiled(), reason="numba not installed")
+def test_a_node_start_prepares_the_solver_in_the_background_without_stalling() -> None:
+    """What the solver node does at start: cvxpy solves at once while another process
+    compiles (here: finds in the cache) and a thread loads the dedicated solver; then it
+    solves, and one line says so."""
+    import ast
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", PREPARATION_SCRIPT], capture_output=True,
+                          text=True, timeout=600, check=True)
+    (seconds, first, ready_then), after, ready, lines = ast.literal_eval(
+        done.stdout.strip().splitlines()[-1])
+    assert (first, ready_then) == ("sdp", False)
+    assert seconds < 5.0  # no wait for the preparation
+    assert (after, ready) == ("dedicated", True)
+    assert len(lines) == 1 and lines[0].startswith("dedicated SDP solver ready after"), lines

@@ -167,8 +167,9 @@ class BlockList(BlockScores):
 
     def leverage(self, bread: NDArray[np.float64]) -> NDArray[np.float64]:
         """See :meth:`BlockScores.leverage`."""
-        h = self.informations
-        return np.einsum("jac,cd,jdb->ab", h, bread, h, optimize=True)
+        h = self.informations  # sum_j H_j bread H_j, the sum over j as one product
+        g, n = h.shape[0], h.shape[1]
+        return (h @ bread).transpose(1, 0, 2).reshape(n, g * n) @ h.reshape(g * n, n)
 
 
 class CombinedScores(BlockScores):

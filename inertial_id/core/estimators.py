@@ -286,7 +286,7 @@ class ConsistentEstimator:
         time_limit: float | None = None,
         solver: str = "CLARABEL",
         interior_shortcut: bool = True,
-        dedicated: bool = False,
+        dedicated: bool = True,
     ) -> None:
         if regularization not in REGULARIZATIONS:
             raise SolverError(f"unknown regularization {regularization!r}: {REGULARIZATIONS}")
@@ -446,11 +446,13 @@ class ConsistentEstimator:
 
     def _dedicated_applies(self) -> bool:
         """The dedicated solver (:mod:`inertial_id.core.sdp`) covers the LMI with the
-        Euclidean prior and no further constraint, compiled (else cvxpy is as fast)."""
+        Euclidean prior and no further constraint, and it is compiled and can run now
+        (:func:`~inertial_id.core.sdp.available`: not while a node prepares it in the
+        background)."""
         extra = self.constraints
-        return (self.dedicated and sdp.compiled() and self.regularization == "euclidean"
+        return (self.dedicated and self.regularization == "euclidean"
                 and extra.bounding_ellipsoid is None and extra.com_ellipsoid is None
-                and extra.com_box is None)
+                and extra.com_box is None and sdp.available())
 
     def _solve_dedicated(self, stats: SufficientStatistics) -> NDArray[np.float64] | None:
         """``[pi; offset]`` by :func:`~inertial_id.core.sdp.solve_statistics`, warm-started

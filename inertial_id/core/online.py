@@ -39,6 +39,8 @@ DROP_KEYS = (GATED, FROZEN, RESET, JUMP, OUT_OF_RANGE)
 """The ledger's drop reasons (:meth:`OnlineEstimator.ledger`)."""
 TARE_SAMPLES = 200
 """Latest samples (at most this many batches of them) whose mean residual a tare removes."""
+SETUP_CHECK_EVERY = 250
+"""Samples between two set-up checks (:class:`SetupCheck`; a quarter second at 1 kHz)."""
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,7 @@ class OnlineEstimator:
         self.setup = SetupCheck(self.identifier.sign, other_sign(payload.wrench_sign),
                                 payload.force_noise_std, payload.torque_noise_std)
         self.setup_problems: list[SetupProblem] = []
+        self._setup_checked = (-1, False)  # samples and whether an estimate existed then
         self._verdicts: tuple[tuple[Estimate | None, OnlineConfig], Verdicts] | None = None
         self.received = self.used = 0
 
@@ -447,7 +450,7 @@ class OnlineEstimator:
         """
         # First, and whatever follows: a set-up mistake can make the solve fail (torques in
         # N mm: infeasible) or the monitor see a contact everywhere.
-        self.setup_problems = self.setup.check(self.estimate)
+        self._check_setup()
         if self.frozen or self.in_contact:
             return self.estimate
         if self.identifier.statistics.samples < self.config.min_samples:
@@ -461,6 +464,16 @@ class OnlineEstimator:
             return self.estimate
         self.estimate, self.from_data = estimate, True
         return estimate
+
+    def _check_setup(self) -> None:
+        """:attr:`setup_problems` from :class:`SetupCheck` once :data:`SETUP_CHECK_EVERY`
+        more samples came (or an estimate appeared) since the last check: the set-up does not
+        change from one batch to the next, and a solve at every batch must stay cheap."""
+        samples, had_estimate = self._setup_checked
+        if (self.setup.samples >= samples + SETUP_CHECK_EVERY
+                or (self.estimate is not None) != had_estimate):
+            self.setup_problems = self.setup.check(self.estimate)
+            self._setup_checked = (self.setup.samples, self.estimate is not None)
 
     def start_from(self, estimate: Estimate) -> None:
         """Take ``estimate`` (a saved calibration) as the current one until the data give
@@ -479,6 +492,7 @@ class OnlineEstimator:
         self.identifier.reset()
         self.setup.reset()
         self.setup_problems = []
+        self._setup_checked = (-1, False)
         self.monitor = self._new_monitor()
         self.estimate, self.from_data = None, False
         self.counters[RESET] += sum(stamps.size for stamps, _ in self._pending)

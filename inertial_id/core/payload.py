@@ -61,6 +61,8 @@ class PayloadConfig:
     (:mod:`inertial_id.core.covariance`; 0: the classical covariance) in the cumulative and
     forgetting modes; it should span several filter windows (250: 0.25 s at 1 kHz against the
     default 80 ms window). The sliding window uses its own blocks of ``block_samples``.
+    ``dedicated_solver``: ``lmi_sdp`` solves with :mod:`inertial_id.core.sdp` where it
+    covers the problem (cvxpy otherwise, and as long as it is not compiled and loaded).
     """
 
     wrench_sign: str = "payload_on_sensor"
@@ -80,6 +82,7 @@ class PayloadConfig:
     time_budget: float | None = None
     pls_components: int = 0
     score_block_samples: int = 250
+    dedicated_solver: bool = True
 
     def __post_init__(self) -> None:
         wrench_sign(self.wrench_sign)
@@ -115,6 +118,7 @@ class PayloadIdentifier:
             epsilon=c.epsilon, prior=c.prior, prior_weight=c.prior_weight,
             regularization=c.regularization, constraints=c.constraints,
             known_offset=c.known_offset, time_limit=c.solve_timeout,
+            dedicated=c.dedicated_solver,
         )
         self._manifold = ManifoldEstimator(
             prior=c.prior, prior_weight=c.prior_weight if c.prior is not None else 0.0,
@@ -129,7 +133,8 @@ class PayloadIdentifier:
 
     def reconfigure(self, config: PayloadConfig) -> None:
         """Apply new settings to later samples and solves (noise std, forgetting factor,
-        epsilon, solve timeout, time budget, prior); the :attr:`RESTART_FIELDS` must stay."""
+        epsilon, solve timeout, time budget, prior, dedicated solver); the
+        :attr:`RESTART_FIELDS` must stay."""
         fixed = [n for n in self.RESTART_FIELDS
                  if getattr(config, n) != getattr(self.config, n)]
         if fixed:
@@ -137,6 +142,7 @@ class PayloadIdentifier:
         self._set_weights(config)
         self._sdp.epsilon = config.epsilon
         self._sdp.time_limit = config.solve_timeout
+        self._sdp.dedicated = config.dedicated_solver
         self._manifold.time_budget = config.time_budget
         if config.prior != self.config.prior or config.prior_weight != self.config.prior_weight:
             self._sdp.set_prior(np.zeros(N_PI) if config.prior is None else config.prior,

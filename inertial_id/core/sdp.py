@@ -29,6 +29,11 @@ duality gap, objective units); a solve ends when it and the dual residual are be
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -725,8 +730,8 @@ _NONE_PI, _NONE_DUAL, _NONE_OFFSET = np.full(N_PI, np.nan), np.full((4, 4), np.n
 def _start(start: ArrayLike | None, start_dual: ArrayLike | None
            ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Warm-start arrays for the compiled code (NaN: none)."""
-    first = _NONE_PI if start is None else np.asarray(start, dtype=float)
-    dual = _NONE_DUAL if start_dual is None else np.asarray(start_dual, dtype=float)
+    first = _NONE_PI if start is None else np.ascontiguousarray(start, dtype=float)
+    dual = _NONE_DUAL if start_dual is None else np.ascontiguousarray(start_dual, dtype=float)
     return first, dual
 
 
@@ -762,9 +767,13 @@ def solve_statistics(information: NDArray[np.float64], moment: NDArray[np.float6
     if not _COMPILED:
         compiled()
     first, dual = _start(start, start_dual)
-    offset = _NONE_OFFSET if known_offset is None else np.asarray(known_offset, dtype=float)
-    x, *rest = _solve_statistics(information, moment, prior, float(prior_weight),
-                                 float(epsilon), offset, first, dual, tolerance, max_iterations)
+    offset = (_NONE_OFFSET if known_offset is None
+              else np.ascontiguousarray(known_offset, dtype=float))
+    contiguous = np.ascontiguousarray  # one compiled signature: a new one would compile
+    x, *rest = _solve_statistics(
+        contiguous(information, dtype=float), contiguous(moment, dtype=float),
+        contiguous(prior, dtype=float), float(prior_weight), float(epsilon), offset, first,
+        dual, float(tolerance), int(max_iterations))
     return x, _result(x[:N_PI], *rest)
 
 
@@ -795,6 +804,9 @@ def _compile() -> bool:
 
 
 _COMPILED: list[bool] = []
+_LOADED = threading.Event()  # the compiled machine code is loaded in this process
+_LOCK = threading.Lock()
+_PREPARATION: list[threading.Thread] = []  # a background preparation, once started
 
 
 def compiled() -> bool:
@@ -804,3 +816,66 @@ def compiled() -> bool:
     if not _COMPILED:
         _COMPILED.append(_compile())
     return _COMPILED[0]
+
+
+def warm_up() -> bool:
+    """Compile the solver, or load it from numba's disk cache, now (blocking: about 40 s to
+    compile, under 1 s to load), by solving a small problem; ``False`` without numba."""
+    if not compiled():
+        return False
+    with _LOCK:
+        if not _LOADED.is_set():
+            information = np.eye(N_PI + 6)
+            information[:N_PI, :N_PI] = np.diag([1.0, 1e-2, 1e-2, 1e-2, 1e-4, 0.0, 0.0, 1e-4,
+                                                 0.0, 1e-4]) + 1e-6 * np.eye(N_PI)
+            moment = information @ np.r_[CENTRE * np.r_[1.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0,
+                                                        1.0, 0.0, 1.0], np.zeros(6)]
+            solve_statistics(information, moment, np.zeros(N_PI), 0.0, 1e-8)
+            _LOADED.set()
+    return True
+
+
+def available() -> bool:
+    """Whether the compiled solver can run now without stalling its caller: loaded; or,
+    unless :func:`prepare_in_background` is under way or failed, loaded (compiled if need
+    be) now by :func:`warm_up`."""
+    if _LOADED.is_set():
+        return True
+    if _PREPARATION:
+        return False
+    return warm_up()
+
+
+def prepare_in_background(report: Callable[[str], None]) -> None:
+    """Get the compiled solver ready without stalling this process (a node's start): a
+    separate Python process compiles it into numba's disk cache if it is not there yet, then
+    a thread of this one loads it (:func:`warm_up`); :func:`available` is ``False`` until
+    then. ``report`` gets one line: how long it took, or why the solver stays off (cvxpy
+    solves meanwhile and then)."""
+    if _PREPARATION or _LOADED.is_set():
+        return
+
+    def prepare() -> None:
+        start = time.monotonic()
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", "from inertial_id.core import sdp; sdp.warm_up()"],
+                capture_output=True, text=True, timeout=PREPARATION_TIMEOUT, check=False)
+            if done.returncode != 0:
+                lines = done.stderr.strip().splitlines() or ["no message"]
+                report(f"the dedicated SDP solver did not compile ({lines[-1]}): cvxpy solves")
+                return
+            if warm_up():
+                report(f"dedicated SDP solver ready after {time.monotonic() - start:.1f} s")
+            else:
+                report("numba is not installed: cvxpy solves the SDP")
+        except (OSError, subprocess.SubprocessError) as exc:
+            report(f"the dedicated SDP solver could not be prepared ({exc}): cvxpy solves")
+
+    thread = threading.Thread(target=prepare, name="sdp-preparation", daemon=True)
+    _PREPARATION.append(thread)
+    thread.start()
+
+
+PREPARATION_TIMEOUT = 600.0
+"""s a background compilation may take before the solver stays off."""

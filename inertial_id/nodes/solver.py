@@ -4,14 +4,17 @@ Subscribes ``sensor_samples`` (inertial_id/SensorSamples) and runs the core
 :class:`~inertial_id.core.online.OnlineEstimator`: contact-gated sufficient statistics, a
 Hotelling T^2 monitor of the residual wrench, restart on a payload change. Publishes
 ``~/parameters`` (inertial_id/InertialParameters), ``~/inertia`` (geometry_msgs/
-InertiaStamped, about the CoM) and ``~/markers`` (visualization_msgs/MarkerArray for RViz: CoM,
-equivalent box, mass) at ``publish_rate``; ``~/contact`` (inertial_id/ContactAnomaly)
+InertiaStamped, about the CoM) after every batch of samples, up to ``publish_rate`` (and once a
+second without data), and ``~/markers`` (visualization_msgs/MarkerArray for RViz: CoM,
+equivalent box, mass) at most 10 times a second; ``~/contact`` (inertial_id/ContactAnomaly)
 and ``~/external_wrench`` (geometry_msgs/WrenchStamped: measured minus predicted wrench, the
 gravity- and inertia-compensated F/T signal) every ``contact_decimation`` samples and at every
 contact change; a status on ``/diagnostics``. Services (std_srvs/Trigger): ``~/reset``,
 ``~/tare`` (re-estimate the F/T offset with the payload known), ``~/freeze``, ``~/resume``,
 ``~/save`` (the estimate to ``calibration_file``; ``initial_payload_file`` starts from one).
 A failed solve keeps the last good estimate; nothing physically inconsistent is published.
+The dedicated SDP solver (:mod:`inertial_id.core.sdp`) is compiled or loaded in the background
+at start; cvxpy solves until it is ready.
 With ``mode: links`` it identifies the robot's links from joint torques instead
 (:mod:`inertial_id.nodes.links`); with ``mode: payload_from_torques`` the payload from joint
 torques, for arms without a wrist F/T sensor (:mod:`inertial_id.nodes.torque_payload`).
@@ -19,7 +22,9 @@ torques, for arms without a wrist F/T sensor (:mod:`inertial_id.nodes.torque_pay
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +37,7 @@ from visualization_msgs.msg import MarkerArray
 
 from inertial_id import calibration
 from inertial_id.cdr import CdrDecoder
+from inertial_id.core import sdp
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.online import OnlineEstimator, Verdicts
@@ -46,7 +52,6 @@ from inertial_id.nodes.common import (
     UpstreamLoss,
     pipeline_qos,
     run,
-    set_period,
     steady_timer,
     to_stamp,
 )
@@ -72,6 +77,11 @@ MODES = {"links": LinksMode, "payload_from_torques": TorquePayloadMode}
 """The solver's modes that read joint_states instead of sensor_samples."""
 INERTIA_KEYS = ("xx", "xy", "xz", "yy", "yz", "zz")
 """Order of :func:`~inertial_id.core.parameters.vector_from_symmetric`."""
+IDLE_PERIOD = 1.0
+"""s without a batch after which the estimate is published again (a saved payload before
+data, a held one after)."""
+MARKER_PERIOD = 0.1
+"""s between two ``~/markers`` (RViz needs no more)."""
 LATENCY_WINDOW = 20000
 """Samples whose latency (node clock when used minus wrench stamp) the diagnostics' p50 and
 p99 cover: the last 20 s at 1 kHz."""
@@ -100,7 +110,10 @@ class Solver(PipelineNode):
             self.get_logger().info(
                 f"starting from the saved payload in {values['initial_payload_file']}: "
                 f"{self.initial.body.mass:.4g} kg")
-        rate = values["publish_rate"]
+        if values["dedicated_solver"]:
+            sdp.prepare_in_background(self.get_logger().info)
+        self.solve_period = 1.0 / float(values["publish_rate"])
+        self.last_solve = self.last_markers = -math.inf  # s, monotonic
         self.frame_id = self.initial_frame  # a saved payload is published before data
         self.last_stamp: float | None = None  # s, stamp of the newest sample used
         self.status = (DiagnosticStatus.WARN, "waiting for samples")
@@ -117,7 +130,7 @@ class Solver(PipelineNode):
         self.decoder = CdrDecoder()
         self.create_subscription(SensorSamples, "sensor_samples", self.on_samples, pipeline_qos(),
                                  raw=True)
-        self.solve_timer = steady_timer(self, 1.0 / rate, self.solve_and_publish)
+        self.idle_timer = steady_timer(self, IDLE_PERIOD / 4, self._idle)
         for name, action in (("reset", self.online.reset), ("tare", self.online.tare),
                              ("freeze", self._freeze), ("resume", self._resume),
                              ("save", self.save)):
@@ -132,8 +145,7 @@ class Solver(PipelineNode):
         self.online.reconfigure(online_config(values, self.initial))
         self.calibration_file = self._calibration_path(values["calibration_file"])
         self.contacts.decimation = max(1, int(values["contact_decimation"]))
-        if "publish_rate" in changed:
-            set_period(self.solve_timer, 1.0 / float(values["publish_rate"]))
+        self.solve_period = 1.0 / float(values["publish_rate"])
 
     def _calibration_path(self, value: str) -> Path:
         """``calibration_file``, or by default ``$ROS_HOME/inertial_id/<namespace_node>.yaml``
@@ -204,6 +216,13 @@ class Solver(PipelineNode):
         if self.online.estimate is not None:
             self.contacts.publish(self.frame_id, step.times, step.residual, step.t2,
                                   step.contact, step.threshold, self.online.config.confidence)
+        if time.monotonic() - self.last_solve >= self.solve_period:
+            self.solve_and_publish()
+
+    def _idle(self) -> None:
+        """Without batches, publish the estimate once per :data:`IDLE_PERIOD`."""
+        if time.monotonic() - self.last_solve >= IDLE_PERIOD:
+            self.solve_and_publish()
 
     def _check_frame(self, frame_id: str) -> None:
         """A saved payload holds in the frame it was saved in: say so when the wrenches come
@@ -215,6 +234,9 @@ class Solver(PipelineNode):
                 f"{frame_id!r}: the saved payload does not apply; reset or fix the file")
 
     def solve_and_publish(self) -> None:
+        """Solve (a failure keeps the last estimate and says so) and publish the estimate
+        if it is physically consistent."""
+        self.last_solve = now = time.monotonic()
         try:
             self.online.solve()
             self.status = self._status()
@@ -238,9 +260,11 @@ class Solver(PipelineNode):
         self.parameters_pub.publish(estimate_to_msg(estimate, header, self.online.verdicts,
                                                     self.online.setup_error))
         self.inertia_pub.publish(body_to_inertia_stamped(estimate.body, header))
-        shown = self.online.converged and not self.online.in_contact
-        self.markers_pub.publish(estimate_to_markers(estimate, header, shown))
-        self._markers_drawn = True
+        if now - self.last_markers >= MARKER_PERIOD:
+            self.last_markers = now
+            shown = self.online.converged and not self.online.in_contact
+            self.markers_pub.publish(estimate_to_markers(estimate, header, shown))
+            self._markers_drawn = True
 
     def _status(self) -> tuple[bytes, str]:
         online = self.online

@@ -8,7 +8,7 @@ and differentiated by a Savitzky-Golay filter of ``links_window`` states on thei
 arm's own torques from the link model (``links_file``, what ``inertial-id identify-links``
 wrote; empty: the URDF's inertials), the payload's rows ``J^T Y`` at ``payload_frame`` (empty:
 the last link's frame, so the payload is the change of the last link's parameters). At
-``publish_rate`` it solves (pseudo-inertia LMI) and publishes ``~/parameters``
+``publish_rate`` (at most 20 Hz) it solves (pseudo-inertia LMI) and publishes ``~/parameters``
 (inertial_id/InertialParameters, the F/T mode's message, ``header.frame_id`` the payload
 frame, ``wrench_offset`` zero) and ``~/inertia``, with the same ``converged_*`` verdicts.
 Once the mass has converged, the joint residual feeds the contact monitor
@@ -64,7 +64,14 @@ from inertial_id.nodes.links import decode_joint_state
 from inertial_id.settings import online_config
 
 STEP_PERIOD = 0.05
-"""s between contact tests of the ready joint states (the estimate is solved at publish_rate)."""
+"""s between contact tests of the ready joint states (the estimate is solved at publish_rate,
+at most once per step: :func:`solve_period`)."""
+
+
+def solve_period(values: Mapping[str, Any]) -> float:
+    """s between two solves: ``1 / publish_rate``, not shorter than :data:`STEP_PERIOD` (new
+    joint states enter the statistics once per step)."""
+    return max(1.0 / float(values["publish_rate"]), STEP_PERIOD)
 
 
 def link_model(urdf: str, links_file: str, joints: list[str]) -> LinkTorqueModel:
@@ -101,8 +108,7 @@ class TorquePayloadMode:
         node.create_service(Trigger, "~/reset", self._reset)
         self.contacts = ContactPublisher(node, values["contact_decimation"])
         self.step_timer = steady_timer(node, STEP_PERIOD, self.step)
-        self.timer = steady_timer(node, 1.0 / float(values["publish_rate"]),
-                                  self.solve_and_publish)
+        self.timer = steady_timer(node, solve_period(values), self.solve_and_publish)
         self.description = RobotDescription(node, self.values, self.configure)
 
     def configure(self, urdf: str) -> None:
@@ -127,7 +133,7 @@ class TorquePayloadMode:
         self.config = online_config(values)
         self.contacts.decimation = max(1, int(values["contact_decimation"]))
         if "publish_rate" in changed:
-            set_period(self.timer, 1.0 / float(values["publish_rate"]))
+            set_period(self.timer, solve_period(values))
         if self.online is not None:
             self.online.config = self.config
             self.online.stream.identifier.estimator.epsilon = self.config.payload.epsilon
