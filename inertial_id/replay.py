@@ -4,7 +4,9 @@
 builds the gatherer, kinematics and solver objects from the nodes' parameter file
 (:mod:`inertial_id.settings`) and runs them as a :class:`~inertial_id.core.pipeline.
 PayloadPipeline`, solving every ``1 / publish_rate`` seconds of bag time like the solver node
-under simulated time. The result is written as the YAML contract of DESIGN.md.
+under simulated time, but at most :data:`SOLVE_RATE_CAP` times per bag second (the node solves
+after every batch; the final estimate, solved from all the data, does not depend on it). The
+result is written as the YAML contract of DESIGN.md.
 """
 
 from __future__ import annotations
@@ -145,6 +147,13 @@ def resolve_urdf(params: dict[str, Any], bag: BagReader) -> str:
     return urdf
 
 
+SOLVE_RATE_CAP = 2.0
+"""Solves per second of bag time at most: the estimates a 2 Hz subscriber would see, and the
+contact monitor's residuals against an estimate at most 0.5 s old (5 ms in the node). At
+10 Hz the solves took 8.0 of replay's 51.9 us of CPU per sample (595 solves in a 60 s bag,
+``bench/replay_speed.py``): replay's speed target leaves no room for the node's 200 Hz."""
+
+
 def build_pipeline(params: dict[str, dict[str, Any]], urdf: str) -> PayloadPipeline:
     """The pipeline of the three nodes from their parameters (see :mod:`settings`)."""
     solver = dict(params["solver"])
@@ -154,7 +163,7 @@ def build_pipeline(params: dict[str, dict[str, Any]], urdf: str) -> PayloadPipel
                 if k not in ("urdf_path", "robot_description", "queue_depth", "publish_rate",
                              "use_sim_time")}
     try:
-        rate = float(solver.pop("publish_rate", 2.0))
+        rate = float(solver.pop("publish_rate", SOLVE_RATE_CAP))
         solver.pop("contact_decimation", None)
         solver.pop("use_sim_time", None)
         settings = (gatherer_settings(gatherer), kinematics_settings(kinematics),
@@ -165,7 +174,7 @@ def build_pipeline(params: dict[str, dict[str, Any]], urdf: str) -> PayloadPipel
         raise InertialIdError(f"solver publish_rate must be positive, got {rate}")
     return PayloadPipeline(
         Gathering(urdf, settings[0]), settings[1].model(urdf), settings[2],
-        solve_period=1.0 / rate,
+        solve_period=1.0 / min(rate, SOLVE_RATE_CAP),
     )
 
 

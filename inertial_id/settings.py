@@ -163,8 +163,9 @@ SOLVER_PARAMS = LINKS_PARAMS + (
     Param("method", _P.method, "lmi_sdp or manifold (consistent), least_squares or pls"),
     Param("epsilon", _P.epsilon, "margin of J(pi) >= epsilon I, kg m^2", low=0, unit="kg m^2",
           live=True),
-    Param("solve_timeout", 0.2, "s: a slower solve fails and the last estimate stays (0: none)",
-          low=0, unit="s", live=True),
+    Param("solve_timeout", 0.2, "s: a slower cvxpy solve fails and the last estimate stays "
+          "(0: none; the dedicated solver's iterations are bounded)", low=0, unit="s",
+          live=True),
     Param("dedicated_solver", _P.dedicated_solver, "lmi_sdp: the compiled interior-point/"
           "Newton solver (prepared in the background at start; cvxpy until it is ready)",
           live=True),

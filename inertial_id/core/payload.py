@@ -56,7 +56,8 @@ class PayloadConfig:
     PLS with ``pls_components``, all if 0). ``prior``, ``prior_weight``,
     ``regularization`` and ``constraints`` go to :class:`ConsistentEstimator`.
     ``known_offset``: a fixed F/T offset (e.g. zeros for a tared sensor); None estimates it.
-    ``solve_timeout`` (s): a slower SDP solve fails (and the last estimate stays).
+    ``solve_timeout`` (s): a slower cvxpy SDP solve fails (and the last estimate stays); the
+    dedicated solver has none (its iterations are bounded).
     ``score_block_samples``: consecutive samples per block of the block-robust covariance
     (:mod:`inertial_id.core.covariance`; 0: the classical covariance) in the cumulative and
     forgetting modes; it should span several filter windows (250: 0.25 s at 1 kHz against the

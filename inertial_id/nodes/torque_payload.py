@@ -39,6 +39,7 @@ from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from inertial_id.cdr import CdrDecoder
+from inertial_id.core import sdp
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.kinematics import JointMapper
 from inertial_id.core.timepolicy import StampPolicy
@@ -90,6 +91,7 @@ class TorquePayloadMode:
         self.node = node
         self.values = dict(values)
         self.config = online_config(values)
+        sdp.prepare_in_background(node.get_logger().info)  # cvxpy solves until it is ready
         self.decimation = max(1, int(values["links_decimation"]))
         self.online: TorquePayloadOnline | None = None
         self.mapper: JointMapper | None = None
