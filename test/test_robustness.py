@@ -899,6 +899,31 @@ def test_the_solver_node_with_an_impossible_timeout_publishes_nothing_and_stays_
         assert h.spin(5.0, lambda: solver.samples_received > data.wrench_t.size)
 
 
+def test_the_solver_publishes_a_consistent_estimate_after_every_batch() -> None:
+    """Batches of 50 samples at 50 Hz, under the 200 Hz ceiling: one estimate after each batch
+    once 500 samples are in use (the contact gate holds the last 50 ms back), each
+    physically consistent and stamped with its batch's last sample; then once a second
+    without data."""
+    data = Recording(4.0)
+    with harness(nodes=("solver",), solver={"min_samples": 500, "publish_rate": 200.0}) as h:
+        batches = list(data.sensor_batches())
+        for msg in batches:
+            h.sensor_pub.publish(msg)
+            h.spin(0.02)
+        solver = h.nodes["solver"]
+        assert h.spin(10.0, lambda: solver.samples_received >= data.wrench_t.size)
+        h.spin(0.3)  # the last estimates reach the probe (the idle period is 1 s)
+        during = len(h.probe.parameters)
+        expected = len(batches) - 10  # from the 11th: 500 used (the gate holds 13 back)
+        assert expected - 3 <= during <= expected + 1, (during, expected)
+        assert all(is_consistent(m) for m in h.probe.parameters)
+        stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+                  for m in h.probe.parameters]
+        assert np.all(np.diff(stamps) > 0.0)  # a new batch each time
+        h.spin(2.5)  # no data: the idle republication
+        assert 1 <= len(h.probe.parameters) - during <= 3
+
+
 def test_the_solver_drops_malformed_batches() -> None:
     """Batches whose arrays do not match their stamps, or carry NaN, are dropped, not fatal,
     and only they. A NaN batch must be refused before it enters the estimator's gate queue:

@@ -26,6 +26,7 @@ from inertial_id.core.errors import InertialIdError, SampleError, SolverError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.regressor import WRENCH_SIGNS, predicted_wrench
+from inertial_id.core.setup_check import MIN_SAMPLES as SETUP_MIN_SAMPLES
 from inertial_id.core.setup_check import SetupCheck, SetupProblem
 from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE, StampPolicy
 
@@ -179,7 +180,8 @@ class OnlineEstimator:
         self.setup = SetupCheck(self.identifier.sign, other_sign(payload.wrench_sign),
                                 payload.force_noise_std, payload.torque_noise_std)
         self.setup_problems: list[SetupProblem] = []
-        self._setup_checked = (-1, False)  # samples and whether an estimate existed then
+        self._setup_checked = (0, False)  # samples the next check is due at, and whether
+        # an estimate existed at the last one
         self._verdicts: tuple[tuple[Estimate | None, OnlineConfig], Verdicts] | None = None
         self.received = self.used = 0
 
@@ -467,13 +469,17 @@ class OnlineEstimator:
 
     def _check_setup(self) -> None:
         """:attr:`setup_problems` from :class:`SetupCheck` once :data:`SETUP_CHECK_EVERY`
-        more samples came (or an estimate appeared) since the last check: the set-up does not
-        change from one batch to the next, and a solve at every batch must stay cheap."""
-        samples, had_estimate = self._setup_checked
-        if (self.setup.samples >= samples + SETUP_CHECK_EVERY
-                or (self.estimate is not None) != had_estimate):
+        more samples came (or an estimate appeared or went) since the last check, and as soon
+        as it has its minimum of samples: the set-up does not change from one batch to the
+        next, and a solve at every batch must stay cheap."""
+        due, had_estimate = self._setup_checked
+        samples = self.setup.samples
+        if samples >= due or (self.estimate is not None) != had_estimate:
             self.setup_problems = self.setup.check(self.estimate)
-            self._setup_checked = (self.setup.samples, self.estimate is not None)
+            # Below its minimum the check says nothing: the next is due when it can.
+            due = samples + SETUP_CHECK_EVERY if samples >= SETUP_MIN_SAMPLES else \
+                SETUP_MIN_SAMPLES
+            self._setup_checked = (due, self.estimate is not None)
 
     def start_from(self, estimate: Estimate) -> None:
         """Take ``estimate`` (a saved calibration) as the current one until the data give
@@ -492,7 +498,7 @@ class OnlineEstimator:
         self.identifier.reset()
         self.setup.reset()
         self.setup_problems = []
-        self._setup_checked = (-1, False)
+        self._setup_checked = (0, False)
         self.monitor = self._new_monitor()
         self.estimate, self.from_data = None, False
         self.counters[RESET] += sum(stamps.size for stamps, _ in self._pending)
