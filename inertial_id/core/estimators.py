@@ -12,6 +12,7 @@ so its result is fully physically consistent by construction.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import cvxpy as cp
 import numpy as np
@@ -29,7 +30,6 @@ from inertial_id.core.errors import SolverError
 from inertial_id.core.parameters import (
     PI_NAMES,
     BodyParameters,
-    min_pseudo_inertia_eigenvalue,
     pseudo_inertia,
 )
 from inertial_id.core.sdp import prior_scale
@@ -50,6 +50,9 @@ class Estimate:
     sensor frame); ``covariance_type`` says how it was computed (see :func:`make_estimate`);
     ``condition_number`` is that of the column-scaled regressor; ``min_eigenvalue`` is the
     smallest eigenvalue of ``J(pi)`` (positive means physically consistent).
+
+    Immutable: its arrays are read-only, and the derived quantities below are computed once
+    (a node publishes them after every batch).
     """
 
     body: BodyParameters
@@ -60,37 +63,47 @@ class Estimate:
     method: str
     covariance_type: str = "classical"
 
+    def __post_init__(self) -> None:
+        for name in ("offset", "covariance"):
+            object.__setattr__(self, name, _read_only(getattr(self, name)))
+
     @property
     def pi(self) -> NDArray[np.float64]:
         """``[m, mcx, mcy, mcz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]`` about the sensor origin."""
         return self.body.pi
 
+    @cached_property
+    def _std(self) -> NDArray[np.float64]:
+        return _read_only(std_from_covariance(self.covariance))
+
     @property
     def std(self) -> NDArray[np.float64]:
         """Standard deviation of each entry of ``pi`` (kg, kg m, kg m^2)."""
-        return std_from_covariance(self.covariance)[:N_PI]
+        return self._std[:N_PI]
 
     @property
     def offset_std(self) -> NDArray[np.float64]:
         """Standard deviation of each entry of the offset (N, N m)."""
-        return std_from_covariance(self.covariance)[N_PI:]
+        return self._std[N_PI:]
 
-    @property
+    @cached_property
     def com_covariance(self) -> NDArray[np.float64]:
         """3x3 covariance of the CoM (m^2, sensor frame), delta method."""
-        return derived_covariance(com_jacobian(self.pi), self.covariance[:N_PI, :N_PI])
+        return _read_only(derived_covariance(com_jacobian(self.pi),
+                                             self.covariance[:N_PI, :N_PI]))
 
-    @property
+    @cached_property
     def com_std(self) -> NDArray[np.float64]:
         """Standard deviation of the CoM ``[cx, cy, cz]`` (m, sensor frame), delta method."""
-        return std_from_covariance(self.com_covariance)
+        return _read_only(std_from_covariance(self.com_covariance))
 
-    @property
+    @cached_property
     def inertia_com_std(self) -> NDArray[np.float64]:
         """Standard deviation of the inertia about the CoM, ``[Ixx, Ixy, Ixz, Iyy, Iyz, Izz]``
         (kg m^2, sensor axes), delta method."""
         jac = inertia_com_jacobian(self.pi)
-        return std_from_covariance(derived_covariance(jac, self.covariance[:N_PI, :N_PI]))
+        return _read_only(std_from_covariance(derived_covariance(
+            jac, self.covariance[:N_PI, :N_PI])))
 
     @property
     def relative_std(self) -> NDArray[np.float64]:
@@ -101,12 +114,19 @@ class Estimate:
     @property
     def min_eigenvalue(self) -> float:
         """Smallest eigenvalue of the pseudo-inertia of ``pi``."""
-        return min_pseudo_inertia_eigenvalue(self.pi)
+        return self.body.min_pseudo_inertia_eigenvalue
 
     @property
     def physically_consistent(self) -> bool:
         """``J(pi)`` positive definite."""
         return self.body.is_physically_consistent()
+
+
+def _read_only(array: ArrayLike) -> NDArray[np.float64]:
+    """A read-only float copy of ``array``."""
+    out = np.array(array, dtype=float)
+    out.setflags(write=False)
+    return out
 
 
 def scaled_condition_number(information: NDArray[np.float64]) -> float:

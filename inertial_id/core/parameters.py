@@ -16,6 +16,7 @@ conversions between the two orders are :func:`to_pinocchio_order` and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -176,14 +177,14 @@ class BodyParameters:
         """``J(pi)``, see :func:`pseudo_inertia`."""
         return pseudo_inertia(self.pi)
 
-    @property
+    @cached_property
     def min_pseudo_inertia_eigenvalue(self) -> float:
-        """Smallest eigenvalue of ``J(pi)``."""
+        """Smallest eigenvalue of ``J(pi)`` (computed once: ``pi`` is read-only)."""
         return min_pseudo_inertia_eigenvalue(self.pi)
 
     def is_physically_consistent(self, margin: float = 0.0) -> bool:
         """See :func:`is_physically_consistent`."""
-        return is_physically_consistent(self.pi, margin)
+        return bool(np.all(np.isfinite(self.pi))) and self.min_pseudo_inertia_eigenvalue > margin
 
     def to_pinocchio(self) -> object:
         """The equivalent ``pinocchio.Inertia``."""
