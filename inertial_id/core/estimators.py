@@ -464,6 +464,12 @@ class ConsistentEstimator:
         gradient[:N_PI] += self._prior_root.value * self._prior_target.value
         return hessian, gradient
 
+    @property
+    def fast(self) -> bool:
+        """Whether a solve costs microseconds, not milliseconds: the dedicated solver applies
+        and is ready (:meth:`solve`)."""
+        return self._dedicated_applies()
+
     def _dedicated_applies(self) -> bool:
         """The dedicated solver (:mod:`inertial_id.core.sdp`) covers the LMI with the
         Euclidean prior and no further constraint, and it is compiled and can run now

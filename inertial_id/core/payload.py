@@ -209,6 +209,13 @@ class PayloadIdentifier:
             noise = np.tensordot(covariance, self._noise_basis, axes=2)
         target.add(a, wrench.reshape(-1), np.tile(self._axis_weights, n), n, noise)
 
+    @property
+    def fast(self) -> bool:
+        """Whether :meth:`estimate` costs microseconds (least squares, PLS, or the SDP by the
+        dedicated solver once it is ready) rather than milliseconds (cvxpy, manifold)."""
+        method = self.config.method
+        return method in ("least_squares", "pls") or (method == "lmi_sdp" and self._sdp.fast)
+
     def estimate(self) -> Estimate:
         """Solve with the configured method (raises ``SolverError`` when it cannot)."""
         method = self.config.method

@@ -848,8 +848,9 @@ def available() -> bool:
 
 def prepare_in_background(report: Callable[[str], None]) -> None:
     """Get the compiled solver ready without stalling this process (a node's start): a
-    separate Python process compiles it into numba's disk cache if it is not there yet, then
-    a thread of this one loads it (:func:`warm_up`); :func:`available` is ``False`` until
+    separate Python process at the lowest priority compiles it into numba's disk cache if it
+    is not there yet, then a thread of this one loads it (:func:`warm_up`, about 0.5 s: the
+    longest pause it gave a busy main thread was 43 ms); :func:`available` is ``False`` until
     then. ``report`` gets one line: how long it took, or why the solver stays off (cvxpy
     solves meanwhile and then)."""
     if _PREPARATION or _LOADED.is_set():
@@ -858,9 +859,9 @@ def prepare_in_background(report: Callable[[str], None]) -> None:
     def prepare() -> None:
         start = time.monotonic()
         try:
-            done = subprocess.run(
-                [sys.executable, "-c", "from inertial_id.core import sdp; sdp.warm_up()"],
-                capture_output=True, text=True, timeout=PREPARATION_TIMEOUT, check=False)
+            done = subprocess.run([sys.executable, "-c", PREPARATION_PROGRAM],
+                                  capture_output=True, text=True,
+                                  timeout=PREPARATION_TIMEOUT, check=False)
             if done.returncode != 0:
                 lines = done.stderr.strip().splitlines() or ["no message"]
                 report(f"the dedicated SDP solver did not compile ({lines[-1]}): cvxpy solves")
@@ -879,3 +880,14 @@ def prepare_in_background(report: Callable[[str], None]) -> None:
 
 PREPARATION_TIMEOUT = 600.0
 """s a background compilation may take before the solver stays off."""
+PREPARATION_PROGRAM = """
+import ctypes, os, signal, sys
+if hasattr(os, "nice"):
+    os.nice(19)  # the lowest priority: the node's own work goes first
+if sys.platform == "linux":  # ends with the node, however it ends
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+from inertial_id.core import sdp
+sdp.warm_up()
+"""
+"""What the separate process of :func:`prepare_in_background` runs (at the lowest priority,
+and it ends when the node does)."""

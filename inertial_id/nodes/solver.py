@@ -4,11 +4,12 @@ Subscribes ``sensor_samples`` (inertial_id/SensorSamples) and runs the core
 :class:`~inertial_id.core.online.OnlineEstimator`: contact-gated sufficient statistics, a
 Hotelling T^2 monitor of the residual wrench, restart on a payload change. Publishes
 ``~/parameters`` (inertial_id/InertialParameters), ``~/inertia`` (geometry_msgs/
-InertiaStamped, about the CoM) after every batch of samples, up to ``publish_rate`` (and once a
-second without data), and ``~/markers`` (visualization_msgs/MarkerArray for RViz: CoM,
-equivalent box, mass) at most 10 times a second; ``~/contact`` (inertial_id/ContactAnomaly)
-and ``~/external_wrench`` (geometry_msgs/WrenchStamped: measured minus predicted wrench, the
-gravity- and inertia-compensated F/T signal) every ``contact_decimation`` samples and at every
+InertiaStamped, about the CoM) after every batch of samples, up to ``publish_rate`` (10 Hz
+while solves cost milliseconds; once a second without data), and ``~/markers``
+(visualization_msgs/MarkerArray for RViz: CoM, equivalent box, mass) at most 10 times a second;
+``~/contact`` (inertial_id/ContactAnomaly) and ``~/external_wrench`` (geometry_msgs/
+WrenchStamped: measured minus predicted wrench, the gravity- and inertia-compensated F/T
+signal) every ``contact_decimation`` samples and at every
 contact change; a status on ``/diagnostics``. Services (std_srvs/Trigger): ``~/reset``,
 ``~/tare`` (re-estimate the F/T offset with the payload known), ``~/freeze``, ``~/resume``,
 ``~/save`` (the estimate to ``calibration_file``; ``initial_payload_file`` starts from one).
@@ -80,6 +81,10 @@ INERTIA_KEYS = ("xx", "xy", "xz", "yy", "yz", "zz")
 IDLE_PERIOD = 1.0
 """s without a batch after which the estimate is published again (a saved payload before
 data, a held one after)."""
+SLOW_SOLVE_PERIOD = 0.1
+"""s between solves at least while they cost milliseconds (cvxpy before the dedicated solver
+is ready, the manifold method): at every 200 Hz batch an LMI-active cvxpy solve would take
+most of a core."""
 MARKER_PERIOD = 0.1
 """s between two ``~/markers`` (RViz needs no more)."""
 LATENCY_WINDOW = 20000
@@ -216,7 +221,10 @@ class Solver(PipelineNode):
         if self.online.estimate is not None:
             self.contacts.publish(self.frame_id, step.times, step.residual, step.t2,
                                   step.contact, step.threshold, self.online.config.confidence)
-        if time.monotonic() - self.last_solve >= self.solve_period:
+        period = self.solve_period
+        if not self.online.identifier.fast:
+            period = max(period, SLOW_SOLVE_PERIOD)
+        if time.monotonic() - self.last_solve >= period:
             self.solve_and_publish()
 
     def _idle(self) -> None:
