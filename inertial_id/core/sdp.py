@@ -118,6 +118,23 @@ def _matvec(matrix: NDArray[np.float64], vector: NDArray[np.float64]) -> NDArray
     return out
 
 
+def _rotation(ratio: float) -> tuple[float, float]:
+    """Cosine and sine of the Jacobi rotation that zeroes the off-diagonal entry of a 2 x 2
+    symmetric matrix whose ``(d_qq - d_pp) / (2 d_pq)`` is ``ratio`` (the smaller angle)."""
+    t = (1.0 if ratio >= 0.0 else -1.0) / (abs(ratio) + np.sqrt(1.0 + ratio * ratio))
+    c = 1.0 / np.sqrt(1.0 + t * t)
+    return c, c * t
+
+
+def _rotate_columns(matrix: NDArray[np.float64], p: int, q: int, c: float,
+                    sn: float) -> None:
+    """Columns ``p, q`` of ``matrix`` <- ``(c col_p - sn col_q, sn col_p + c col_q)``."""
+    for k in range(matrix.shape[0]):
+        left, right = matrix[k, p], matrix[k, q]
+        matrix[k, p] = c * left - sn * right
+        matrix[k, q] = sn * left + c * right
+
+
 def _left_singular(matrix: NDArray[np.float64]) -> tuple[NDArray[np.float64],
                                                           NDArray[np.float64]]:
     """Left singular vectors ``U`` (columns) and singular values of a small square matrix
@@ -140,17 +157,9 @@ def _left_singular(matrix: NDArray[np.float64]) -> tuple[NDArray[np.float64],
                 if abs(gamma) <= 1e-15 * np.sqrt(alpha * beta) or gamma == 0.0:
                     continue
                 rotated = True
-                zeta = (beta - alpha) / (2.0 * gamma)
-                t = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
-                c = 1.0 / np.sqrt(1.0 + t * t)
-                sn = c * t
-                for k in range(n):
-                    akp, akq = a[k, p], a[k, q]
-                    a[k, p] = c * akp - sn * akq
-                    a[k, q] = sn * akp + c * akq
-                    ukp, ukq = u[k, p], u[k, q]
-                    u[k, p] = c * ukp - sn * ukq
-                    u[k, q] = sn * ukp + c * ukq
+                c, sn = _rotation((beta - alpha) / (2.0 * gamma))
+                _rotate_columns(a, p, q, c, sn)
+                _rotate_columns(u, p, q, c, sn)
         if not rotated:
             break
     sigma = np.zeros(n)
@@ -197,21 +206,13 @@ def _jacobi(matrix: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[n
             for q in range(p + 1, n):
                 if a[p, q] == 0.0:
                     continue
-                theta = (a[q, q] - a[p, p]) / (2.0 * a[p, q])
-                t = (1.0 if theta >= 0.0 else -1.0) / (abs(theta) + np.sqrt(theta * theta + 1.0))
-                c = 1.0 / np.sqrt(t * t + 1.0)
-                sn = t * c
-                for k in range(n):  # columns p, q
-                    akp, akq = a[k, p], a[k, q]
-                    a[k, p] = c * akp - sn * akq
-                    a[k, q] = sn * akp + c * akq
+                c, sn = _rotation((a[q, q] - a[p, p]) / (2.0 * a[p, q]))
+                _rotate_columns(a, p, q, c, sn)
                 for k in range(n):  # rows p, q
                     apk, aqk = a[p, k], a[q, k]
                     a[p, k] = c * apk - sn * aqk
                     a[q, k] = sn * apk + c * aqk
-                    vkp, vkq = vectors[k, p], vectors[k, q]
-                    vectors[k, p] = c * vkp - sn * vkq
-                    vectors[k, q] = sn * vkp + c * vkq
+                _rotate_columns(vectors, p, q, c, sn)
     values = np.empty(n)
     for p in range(n):
         values[p] = a[p, p]
@@ -778,7 +779,8 @@ def solve_statistics(information: NDArray[np.float64], moment: NDArray[np.float6
 
 
 _COMPILED_FUNCTIONS = (
-    "_assemble", "_adjoint", "_matmul", "_matvec", "_left_singular", "_congruence", "_jacobi",
+    "_assemble", "_adjoint", "_matmul", "_matvec", "_rotation", "_rotate_columns",
+    "_left_singular", "_congruence", "_jacobi",
     "_smallest_jacobi", "_max_step", "_cholesky", "_inverse", "_cholesky_solve", "_direction",
     "_iterate", "_face_rank", "_active_newton", "_frame_projection", "_stationary_dual",
     "_solve", "_solve_unscaled", "prior_scale", "_solve_statistics")
