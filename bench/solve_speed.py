@@ -307,7 +307,9 @@ def families(repeats: int) -> dict[str, object]:
             active += estimator._interior_minimiser() is None  # noqa: SLF001
             default_s, _ = _timed(partial(_default_path, estimator, stats), repeats)
             # The live node's case: warm from the solve one batch earlier.
-            _dedicated(estimator, previous, (None, None))
+            if _dedicated(estimator, previous, (None, None)) is None:
+                failures += 1  # no warm start for this window: it would time a cold solve
+                continue
             batch_warm = (estimator._warm, estimator._warm_dual)  # noqa: SLF001
             dedicated_s, x = _timed(partial(_dedicated, estimator, stats, batch_warm), repeats)
             result = estimator.last_dedicated

@@ -100,3 +100,13 @@ def test_a_wrong_gravity_is_a_misfit_not_a_rotation(gravity: tuple[float, ...]) 
 
 def test_a_time_offset_between_wrench_and_joints_is_named() -> None:
     assert _problems(lag=0.03) == ["time_offset"]
+
+
+def test_the_check_runs_again_when_its_statistics_restart() -> None:
+    """The set-up check runs every 250 samples, and at once when its statistics restart (a
+    tare, a new noise std): a problem found before must not outlive the data it came from."""
+    online = _problems(sign="sensor_on_payload", estimator=True)
+    assert [p.code for p in online.setup_problems] == ["wrench_sign"]
+    online.setup.reset()  # what a tare or a new noise std does to it
+    online.solve()
+    assert online.setup_problems == []  # too few samples since: nothing to say, nothing stale

@@ -32,7 +32,7 @@ from inertial_id.core.parameters import (
     BodyParameters,
     pseudo_inertia,
 )
-from inertial_id.core.sdp import prior_scale
+from inertial_id.core.sdp import prior_scale  # the uncompiled function (numba wraps a copy)
 from inertial_id.core.shape import Ellipsoid
 from inertial_id.core.statistics import SufficientStatistics
 
@@ -287,8 +287,10 @@ class ConsistentEstimator:
       (in units of the weighted squared residual) and the prior must be consistent.
 
     ``known_offset`` fixes the F/T offset (e.g. zeros for a tared sensor) instead of
-    estimating it. ``time_limit`` (s) bounds a solve; running out is a :class:`SolverError`.
-    ``interior_shortcut`` and ``dedicated``: see :meth:`solve`.
+    estimating it. ``time_limit`` (s) bounds a cvxpy solve; running out is a
+    :class:`SolverError` (the dedicated solver's iterations are bounded instead).
+    ``interior_shortcut`` (cvxpy's path; the dedicated solver always tries the unconstrained
+    minimiser first) and ``dedicated``: see :meth:`solve`.
     The cvxpy problem is built once with parameters (DPP); :meth:`set_prior` and new
     statistics only change parameter values, so a re-solve never recompiles.
     """
@@ -466,9 +468,9 @@ class ConsistentEstimator:
 
     @property
     def fast(self) -> bool:
-        """Whether a solve costs microseconds, not milliseconds: the dedicated solver applies
-        and is ready (:meth:`solve`)."""
-        return self._dedicated_applies()
+        """Whether a solve costs microseconds, not milliseconds: the dedicated solver applies,
+        is ready (:meth:`solve`) and did not hand the last solve to cvxpy."""
+        return self._dedicated_applies() and self.last_solve != "sdp"
 
     def _dedicated_applies(self) -> bool:
         """The dedicated solver (:mod:`inertial_id.core.sdp`) covers the LMI with the

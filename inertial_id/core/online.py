@@ -180,8 +180,8 @@ class OnlineEstimator:
         self.setup = SetupCheck(self.identifier.sign, other_sign(payload.wrench_sign),
                                 payload.force_noise_std, payload.torque_noise_std)
         self.setup_problems: list[SetupProblem] = []
-        self._setup_checked = (0, False)  # samples the next check is due at, and whether
-        # an estimate existed at the last one
+        self._setup_checked = (0, False)  # the set-up check's samples at its last run, and
+        # whether an estimate existed then
         self._verdicts: tuple[tuple[Estimate | None, OnlineConfig], Verdicts] | None = None
         self.received = self.used = 0
 
@@ -469,17 +469,18 @@ class OnlineEstimator:
 
     def _check_setup(self) -> None:
         """:attr:`setup_problems` from :class:`SetupCheck` once :data:`SETUP_CHECK_EVERY`
-        more samples came (or an estimate appeared or went) since the last check, and as soon
-        as it has its minimum of samples: the set-up does not change from one batch to the
-        next, and a solve at every batch must stay cheap."""
-        due, had_estimate = self._setup_checked
+        more samples came since the last check, as soon as it has its minimum of samples, when
+        its statistics restarted (a tare, a new noise std) and when an estimate appeared or
+        went: the set-up does not change from one batch to the next, and a solve at every
+        batch must stay cheap."""
+        last, had_estimate = self._setup_checked
         samples = self.setup.samples
-        if samples >= due or (self.estimate is not None) != had_estimate:
+        # Below its minimum the check says nothing: the next is due when it can.
+        due = last + SETUP_CHECK_EVERY if last >= SETUP_MIN_SAMPLES else SETUP_MIN_SAMPLES
+        if (samples >= due or samples < last  # fewer: its statistics restarted (tare, noise)
+                or (self.estimate is not None) != had_estimate):
             self.setup_problems = self.setup.check(self.estimate)
-            # Below its minimum the check says nothing: the next is due when it can.
-            due = samples + SETUP_CHECK_EVERY if samples >= SETUP_MIN_SAMPLES else \
-                SETUP_MIN_SAMPLES
-            self._setup_checked = (due, self.estimate is not None)
+            self._setup_checked = (samples, self.estimate is not None)
 
     def start_from(self, estimate: Estimate) -> None:
         """Take ``estimate`` (a saved calibration) as the current one until the data give

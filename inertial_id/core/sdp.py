@@ -29,12 +29,14 @@ duality gap, objective units); a solve ends when it and the dual residual are be
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -665,6 +667,9 @@ def prior_scale(information: NDArray[np.float64]) -> NDArray[np.float64]:
     return diagonal[:N_PI] + 1e-3 * np.mean(diagonal)
 
 
+_prior_scale = prior_scale  # the compiled code's (numba replaces it), :func:`prior_scale` stays
+
+
 def _solve_statistics(information: NDArray[np.float64], moment: NDArray[np.float64],
                       prior: NDArray[np.float64], prior_weight: float,
                       epsilon: float, known_offset: NDArray[np.float64],
@@ -676,7 +681,7 @@ def _solve_statistics(information: NDArray[np.float64], moment: NDArray[np.float
     Euclidean prior added, the offset fixed (``known_offset`` finite) or eliminated by its
     Schur complement, :func:`_solve_unscaled`, the offset's optimum for the solution.
     Returns ``[pi; offset]`` and the rest of :func:`_solve_unscaled`'s result."""
-    weights = prior_weight * prior_scale(information)
+    weights = prior_weight * _prior_scale(information)
     hessian = information[:N_PI, :N_PI].copy()
     gradient = moment[:N_PI] + weights * prior
     for i in range(N_PI):
@@ -725,14 +730,23 @@ _METHOD = {3: "unconstrained", 4: "newton"}
 
 _NONE_PI, _NONE_DUAL, _NONE_OFFSET = np.full(N_PI, np.nan), np.full((4, 4), np.nan), \
     np.full(6, np.nan)
-"""The compiled code's "none" for a start, its dual and the offset (read only)."""
+"""The compiled code's "none" for a start, its dual and the offset (never written; writable
+all the same: a read-only array is another type to numba, see :func:`_compiled_input`)."""
+
+
+def _compiled_input(array: ArrayLike) -> NDArray[np.float64]:
+    """``array`` as the one type the compiled functions are compiled for: float64,
+    C-contiguous and writable (copied when it is not). Another type (a read-only
+    ``Estimate.offset``, a transposed view) would compile a new specialisation there and
+    then, for about a minute."""
+    return np.require(array, dtype=float, requirements=["C", "W"])
 
 
 def _start(start: ArrayLike | None, start_dual: ArrayLike | None
            ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Warm-start arrays for the compiled code (NaN: none)."""
-    first = _NONE_PI if start is None else np.ascontiguousarray(start, dtype=float)
-    dual = _NONE_DUAL if start_dual is None else np.ascontiguousarray(start_dual, dtype=float)
+    first = _NONE_PI if start is None else _compiled_input(start)
+    dual = _NONE_DUAL if start_dual is None else _compiled_input(start_dual)
     return first, dual
 
 
@@ -750,8 +764,8 @@ def solve_lmi_qp(hessian: ArrayLike, gradient: ArrayLike, margin: ArrayLike,
     compiled()
     first, dual = _start(start, start_dual)
     return _result(*_solve_unscaled(
-        np.ascontiguousarray(hessian, dtype=float), np.ascontiguousarray(gradient, dtype=float),
-        np.ascontiguousarray(margin, dtype=float), first, dual, tolerance, max_iterations))
+        _compiled_input(hessian), _compiled_input(gradient), _compiled_input(margin), first,
+        dual, float(tolerance), int(max_iterations)))
 
 
 def solve_statistics(information: NDArray[np.float64], moment: NDArray[np.float64],
@@ -768,13 +782,11 @@ def solve_statistics(information: NDArray[np.float64], moment: NDArray[np.float6
     if not _COMPILED:
         compiled()
     first, dual = _start(start, start_dual)
-    offset = (_NONE_OFFSET if known_offset is None
-              else np.ascontiguousarray(known_offset, dtype=float))
-    contiguous = np.ascontiguousarray  # one compiled signature: a new one would compile
+    offset = _NONE_OFFSET if known_offset is None else _compiled_input(known_offset)
     x, *rest = _solve_statistics(
-        contiguous(information, dtype=float), contiguous(moment, dtype=float),
-        contiguous(prior, dtype=float), float(prior_weight), float(epsilon), offset, first,
-        dual, float(tolerance), int(max_iterations))
+        _compiled_input(information), _compiled_input(moment), _compiled_input(prior),
+        float(prior_weight), float(epsilon), offset, first, dual, float(tolerance),
+        int(max_iterations))
     return x, _result(x[:N_PI], *rest)
 
 
@@ -783,7 +795,7 @@ _COMPILED_FUNCTIONS = (
     "_left_singular", "_congruence", "_jacobi",
     "_smallest_jacobi", "_max_step", "_cholesky", "_inverse", "_cholesky_solve", "_direction",
     "_iterate", "_face_rank", "_active_newton", "_frame_projection", "_stationary_dual",
-    "_solve", "_solve_unscaled", "prior_scale", "_solve_statistics")
+    "_solve", "_solve_unscaled", "_prior_scale", "_solve_statistics")
 """The functions the compiled solve runs through (each calls the others by module name)."""
 
 
@@ -808,6 +820,7 @@ def _compile() -> bool:
 _COMPILED: list[bool] = []
 _LOADED = threading.Event()  # the compiled machine code is loaded in this process
 _LOCK = threading.Lock()
+_COMPILE_LOCK = threading.Lock()
 _PREPARATION: list[threading.Thread] = []  # a background preparation, once started
 
 
@@ -815,8 +828,9 @@ def compiled() -> bool:
     """Whether the iterations run compiled (numba installed). The first call imports numba
     and wraps the functions (about 0.4 s; compilation itself happens on the first solve, or
     is read from numba's disk cache), so processes that never use this solver pay nothing."""
-    if not _COMPILED:
-        _COMPILED.append(_compile())
+    with _COMPILE_LOCK:
+        if not _COMPILED:
+            _COMPILED.append(_compile())
     return _COMPILED[0]
 
 
@@ -861,8 +875,12 @@ def prepare_in_background(report: Callable[[str], None]) -> None:
     def prepare() -> None:
         start = time.monotonic()
         try:
-            done = subprocess.run([sys.executable, "-c", PREPARATION_PROGRAM],
-                                  capture_output=True, text=True,
+            package_root = str(Path(__file__).resolve().parents[2])  # this inertial_id
+            path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH"))
+                                   if p)
+            done = subprocess.run([sys.executable, "-c", PREPARATION_PROGRAM, str(os.getpid())],
+                                  capture_output=True, text=True, cwd="/",
+                                  env={**os.environ, "PYTHONPATH": path},
                                   timeout=PREPARATION_TIMEOUT, check=False)
             if done.returncode != 0:
                 lines = done.stderr.strip().splitlines() or ["no message"]
@@ -888,6 +906,8 @@ if hasattr(os, "nice"):
     os.nice(19)  # the lowest priority: the node's own work goes first
 if sys.platform == "linux":  # ends with the node, however it ends
     ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(0)  # the node ended before the line above
 from inertial_id.core import sdp
 sdp.warm_up()
 """

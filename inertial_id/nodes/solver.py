@@ -115,8 +115,7 @@ class Solver(PipelineNode):
             self.get_logger().info(
                 f"starting from the saved payload in {values['initial_payload_file']}: "
                 f"{self.initial.body.mass:.4g} kg")
-        if values["dedicated_solver"]:
-            sdp.prepare_in_background(self.get_logger().info)
+        self._prepare_solver(values)
         self.solve_period = 1.0 / float(values["publish_rate"])
         self.last_solve = self.last_markers = -math.inf  # s, monotonic
         self.frame_id = self.initial_frame  # a saved payload is published before data
@@ -147,10 +146,17 @@ class Solver(PipelineNode):
         if self.joint_mode is not None:
             self.joint_mode.reconfigure(values, changed)
             return
+        self._prepare_solver(values)  # before any solve can ask for it
         self.online.reconfigure(online_config(values, self.initial))
         self.calibration_file = self._calibration_path(values["calibration_file"])
         self.contacts.decimation = max(1, int(values["contact_decimation"]))
         self.solve_period = 1.0 / float(values["publish_rate"])
+
+    def _prepare_solver(self, values: dict[str, Any]) -> None:
+        """Compile or load the dedicated SDP solver in the background when it will be used:
+        a solve never waits for it (cvxpy meanwhile)."""
+        if values["dedicated_solver"] and values["method"] == "lmi_sdp":
+            sdp.prepare_in_background(self.get_logger().info)
 
     def _calibration_path(self, value: str) -> Path:
         """``calibration_file``, or by default ``$ROS_HOME/inertial_id/<namespace_node>.yaml``
