@@ -1,4 +1,4 @@
-"""A dedicated interior-point solver for the payload's LMI-constrained least squares.
+"""A dedicated solver for the payload's LMI-constrained least squares.
 
 The problem the payload estimate solves once the F/T offset is eliminated (or known) is
 
@@ -6,16 +6,21 @@ The problem the payload estimate solves once the F/T offset is eliminated (or kn
 
 ``H`` (10 x 10, positive definite) and ``g`` from the sufficient statistics (plus the prior),
 ``J`` the pseudo-inertia (4 x 4, linear in ``pi``; :func:`~inertial_id.core.parameters.
-pseudo_inertia`) and ``M`` the margin (``epsilon I``, or its scaled version). A general conic
-solver reached through cvxpy spends most of its milliseconds on the way in and out; this
-module solves exactly this problem:
+pseudo_inertia`) and ``M`` the margin (``epsilon I``). A general conic solver reached
+through cvxpy spends most of its milliseconds on the way in and out; this module solves
+exactly this problem, from the sufficient statistics in one compiled call
+(:func:`solve_statistics`):
 
-- a primal-dual interior-point method keeping ``S = J(pi) - M`` strictly positive definite
+- the unconstrained minimiser when it is unique and strictly feasible;
+- else, from the previous optimum and its dual, Newton's method on the active face of the
+  LMI with a certificate of optimality (:func:`_active_newton`); a live solver re-solving
+  after each batch of samples mostly ends here, in a few steps;
+- else a primal-dual interior-point method keeping ``S = J(pi) - M`` strictly positive definite
   (the feasible set does not depend on the data, so a start is easy to find: the previous
   optimum moved slightly towards a body with ``J = tau I``), with a dual ``Z > 0``;
 - Nesterov-Todd scaling (Vandenberghe, "The CVXOPT linear and quadratic cone program
   solvers", 2010, sec. 4): ``W`` with ``W^-1 S W^-T = W^T Z W = Lambda`` diagonal, from the
-  Cholesky factors of ``S`` and ``Z`` and one 4 x 4 SVD;
+  Cholesky factors of ``S`` and ``Z`` and one 4 x 4 SVD (one-sided Jacobi);
 - Mehrotra's predictor-corrector: an affine step, the centring ``sigma = (mu_aff / mu)^3``
   and the second-order correction;
 - the Newton system reduced to 10 x 10: ``(H + G) dpi = -r_d + <F~, D>`` with
@@ -23,7 +28,9 @@ module solves exactly this problem:
 
 The variables are scaled so that ``H`` has a unit diagonal. ``gap`` is ``<S, Z>`` (the
 duality gap, objective units); a solve ends when it and the dual residual are below
-``tolerance`` relative to the objective's scale.
+``tolerance`` relative to the objective's scale. numba compiles it (:func:`warm_up`; a node
+prepares it in the background: :func:`prepare_in_background`); every small factorisation is
+a loop here, since a BLAS or LAPACK call on a 4 x 4 matrix costs more than its arithmetic.
 """
 
 from __future__ import annotations
