@@ -455,16 +455,14 @@ def _active_newton(hs: NDArray[np.float64], gs: NDArray[np.float64],
             z_values = z_values[1:].copy()
         face_s = _matmul(_matmul(frame.T, _assemble(y, basis) - margin), frame)
         projection = _frame_projection(basis, frame, rank)  # u_a^T basis_i frame_c
-        pairs = rank * (rank + 1) // 2
-        normals = np.empty((pairs, n))  # <U E_ab U^T, basis_i>, E_ab symmetric
+        normals = _face_normals(projection, rank)
+        pairs = normals.shape[0]
         face = np.empty(pairs)  # <E_ab, U^T S U>
         z_vector = np.zeros(pairs)
         p = 0
         for i in range(rank):
             for j in range(i, rank):
-                factor = 1.0 if i == j else 2.0
-                normals[p] = factor * projection[i, j]
-                face[p] = factor * face_s[i, j]
+                face[p] = (1.0 if i == j else 2.0) * face_s[i, j]
                 if i == j:
                     z_vector[p] = z_values[i]
                 p += 1
@@ -509,13 +507,7 @@ def _active_newton(hs: NDArray[np.float64], gs: NDArray[np.float64],
             break
         dz = _cholesky_solve(schur, _matvec(normals, k_residual) - face)
         y = y + _matvec(k_normals.T, dz) - k_residual
-        z_face = np.zeros((rank, rank))
-        p = 0
-        for i in range(rank):
-            for j in range(i, rank):
-                z_face[i, j] = z_vector[p] + dz[p]
-                z_face[j, i] = z_face[i, j]
-                p += 1
+        z_face = _pair_matrix(z_vector + dz, rank)
         u_face = frame[:, :rank].copy()
         z_full = _matmul(_matmul(u_face, z_face), u_face.T)
         if not np.isfinite(y).all():
@@ -541,6 +533,31 @@ def _frame_projection(basis: NDArray[np.float64], frame: NDArray[np.float64],
     return out
 
 
+def _face_normals(projection: NDArray[np.float64], rank: int) -> NDArray[np.float64]:
+    """``<U E_ab U^T, basis_i>`` (pairs, n) for the pairs ``a <= b`` of the face, ``E_ab``
+    the symmetric unit (1 on the diagonal, 1 at both places off it), from
+    ``projection[a, b, i] = u_a^T basis_i u_b`` (:func:`_frame_projection`)."""
+    normals = np.empty((rank * (rank + 1) // 2, projection.shape[2]))
+    p = 0
+    for i in range(rank):
+        for j in range(i, rank):
+            normals[p] = (1.0 if i == j else 2.0) * projection[i, j]
+            p += 1
+    return normals
+
+
+def _pair_matrix(vector: NDArray[np.float64], rank: int) -> NDArray[np.float64]:
+    """The symmetric ``rank x rank`` matrix whose entries ``(a, b)``, ``a <= b``, are
+    ``vector`` in the order of :func:`_face_normals`."""
+    out = np.empty((rank, rank))
+    p = 0
+    for i in range(rank):
+        for j in range(i, rank):
+            out[i, j] = out[j, i] = vector[p]
+            p += 1
+    return out
+
+
 def _stationary_dual(gradient: NDArray[np.float64], basis: NDArray[np.float64],
                      u: NDArray[np.float64]) -> NDArray[np.float64]:
     """The face's multiplier ``Z = U Z^ U^T`` (``Z^ >= 0``) that best fits stationarity
@@ -548,24 +565,11 @@ def _stationary_dual(gradient: NDArray[np.float64], basis: NDArray[np.float64],
     rank = u.shape[1]
     frame = np.zeros((4, 4))
     frame[:, :rank] = u
-    projection = _frame_projection(basis, frame, rank)
-    pairs = rank * (rank + 1) // 2
-    normals = np.empty((pairs, basis.shape[0]))
-    p = 0
-    for i in range(rank):
-        for j in range(i, rank):
-            normals[p] = (1.0 if i == j else 2.0) * projection[i, j]
-            p += 1
+    normals = _face_normals(_frame_projection(basis, frame, rank), rank)
     gram, ok = _cholesky(_matmul(normals, normals.T))
     z_face = np.zeros((rank, rank))
     if ok:
-        fit = _cholesky_solve(gram, _matvec(normals, gradient))
-        p = 0
-        for i in range(rank):
-            for j in range(i, rank):
-                z_face[i, j] = fit[p]
-                z_face[j, i] = fit[p]
-                p += 1
+        z_face = _pair_matrix(_cholesky_solve(gram, _matvec(normals, gradient)), rank)
     values, vectors = _jacobi(z_face)
     z_face = _matmul(vectors * np.maximum(values, 0.0), vectors.T)
     return _matmul(_matmul(u, z_face), u.T)
@@ -801,7 +805,8 @@ _COMPILED_FUNCTIONS = (
     "_assemble", "_adjoint", "_matmul", "_matvec", "_rotation", "_rotate_columns",
     "_left_singular", "_congruence", "_jacobi",
     "_smallest_jacobi", "_max_step", "_cholesky", "_inverse", "_cholesky_solve", "_direction",
-    "_iterate", "_face_rank", "_active_newton", "_frame_projection", "_stationary_dual",
+    "_iterate", "_face_rank", "_active_newton", "_frame_projection", "_face_normals",
+    "_pair_matrix", "_stationary_dual",
     "_solve", "_solve_unscaled", "_prior_scale", "_solve_statistics")
 """The functions the compiled solve runs through (each calls the others by module name)."""
 
