@@ -17,6 +17,7 @@ from inertial_id.core.covariance import (
     com_jacobian,
     derived_covariance,
     inertia_com_jacobian,
+    robust_covariance,
     sandwich,
 )
 from inertial_id.core.estimators import N_UNKNOWNS, least_squares
@@ -252,6 +253,23 @@ def test_few_blocks_inflate_each_classical_variance_by_its_own_design_effect() -
     larger = sandwich_var > np.diag(plain.covariance)
     np.testing.assert_allclose(np.diag(robust.covariance)[larger], sandwich_var[larger],
                                rtol=1e-6)
+
+
+def test_few_blocks_never_report_a_zero_variance_the_sandwich_does_not_have() -> None:
+    """A classical variance of zero (a residual of zero) cannot be scaled by a design effect:
+    the sandwich is reported instead of a std of 0."""
+    rng = np.random.default_rng(23)
+    blocks = 10
+    informations = np.array([np.diag(rng.uniform(1.0, 2.0, N)) for _ in range(blocks)])
+    scores = BlockList(informations, rng.normal(size=(blocks, N)))
+    bread = np.linalg.inv(informations.sum(axis=0))
+    x = np.zeros(N)
+    covariance, kind = robust_covariance(bread, scores.meat(x), scores.leverage(bread), scores,
+                                         np.zeros((N, N)))
+    assert kind.startswith("block sandwich (classical variance zero)")
+    assert np.all(np.diag(covariance) > 0.0)
+    np.testing.assert_allclose(covariance, sandwich(bread, scores.meat(x),
+                                                    scores.leverage(bread), blocks))
 
 
 @st.composite

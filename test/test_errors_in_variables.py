@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from test_matched_filter import feed_in_stamp_order
 
+from inertial_id.core.estimators import least_squares
 from inertial_id.core.gathering import GathererSettings, Gathering
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.online import OnlineEstimator
@@ -261,3 +262,58 @@ def test_the_sliding_window_keeps_the_noise_of_its_blocks() -> None:
     scores = np.array([sum(rows[k][0].T @ rows[k][1] - (rows[k][0].T @ rows[k][0] - noises[k])
                            @ x for k in range(lo, hi)) for lo, hi in blocks])
     np.testing.assert_allclose(stats.scores.meat(x), scores.T @ scores, rtol=1e-9)
+
+
+NOISY_TRUTH = np.concatenate((np.linspace(-1.5, 1.5, 10), np.zeros(6)))
+
+
+def _noisy_rows(rng: np.random.Generator, rows: int, noise_std: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of 16 unknowns whose first 10 columns are measured with white noise, targets with
+    little noise of their own (``b = A NOISY_TRUTH + e``), and ``E[dA^T dA]``: the rows' noise
+    dominates the residual."""
+    truth = NOISY_TRUTH
+    a = rng.normal(size=(rows, 16))
+    b = a @ truth + 0.1 * rng.normal(size=rows)
+    measured = a.copy()
+    measured[:, :10] += noise_std * rng.normal(size=(rows, 10))
+    noise = np.zeros((16, 16))
+    noise[:10, :10] = rows * noise_std**2 * np.eye(10)
+    return measured, b, noise
+
+
+def test_corrected_statistics_keep_the_datas_residual() -> None:
+    """The rows' noise is part of the equation error: the corrected statistics' residual is
+    the data's, through copies, merges and forgetting."""
+    rng = np.random.default_rng(4)
+    a, b, noise = _noisy_rows(rng, 500, 0.4)
+    stats = SufficientStatistics(16)
+    stats.add(a, b, np.ones(500), 500, noise)
+    x = rng.normal(size=16)
+    raw = float(np.sum((a @ x - b) ** 2))
+    corrected = stats.corrected()
+    assert not np.allclose(corrected.information, stats.information)
+    assert corrected.residual(x) == pytest.approx(raw, rel=1e-9)
+    twice = corrected.copy()
+    twice.merge(corrected)
+    twice.scale(0.5)
+    assert twice.residual(x) == pytest.approx(raw, rel=1e-9)
+
+
+def test_the_classical_std_of_corrected_least_squares_matches_its_spread() -> None:
+    """When the rows' noise outweighs the targets' (x^T E[dA^T dA] x above the residual
+    left after the fit), the classical std stays positive and matches the Monte Carlo spread
+    of the corrected estimate (subtracting that noise from the residual gave a std of 0)."""
+    rng = np.random.default_rng(11)
+    estimates, stds = [], []
+    for _ in range(300):
+        a, b, noise = _noisy_rows(np.random.default_rng(rng.integers(1 << 32)), 400, 0.4)
+        stats = SufficientStatistics(16)
+        stats.add(a, b, np.ones(400), 400, noise)
+        estimate = least_squares(stats.corrected())
+        assert estimate.covariance_type == "classical"
+        estimates.append(estimate.pi - NOISY_TRUTH[:10])
+        stds.append(estimate.std)
+    assert np.min(stds) > 0.0
+    ratio = np.sqrt(np.mean(np.square(estimates), axis=0) / np.mean(np.square(stds), axis=0))
+    assert np.all((ratio > 0.85) & (ratio < 1.15)), ratio

@@ -220,16 +220,19 @@ def robust_covariance(bread: NDArray[np.float64], meat: NDArray[np.float64],
     number of blocks ``G``), but each of its variances is still a mean over ``G`` block
     scores: the classical matrix keeps its correlations and each unknown's variance takes
     its own design effect ``k_i = max(1, S_ii / C_ii)``,
-    ``Cov = D C D`` with ``D = diag(sqrt(k_i))``. (One scalar for all, the mean of the
-    ratios, left the real TIAGo run's mass std 1.8 times under its block jackknife while the
-    first moments and inertia came out twice too wide: correlation does not stretch every
-    direction alike.)
+    ``Cov = D C D`` with ``D = diag(sqrt(k_i))``; where a classical variance is zero and the
+    sandwich's is not (no design effect can scale it), the sandwich itself. (One scalar for
+    all, the mean of the ratios, left the real TIAGo run's mass std 1.8 times under its block
+    jackknife while the first moments and inertia came out twice too wide: correlation does
+    not stretch every direction alike.)
     """
     blocks = scores.effective_blocks
     robust = sandwich(bread, meat, leverage, blocks, scores.weight_squared / scores.weight)
     if blocks >= MIN_BLOCKS_PER_UNKNOWN * bread.shape[0]:
         return robust, f"block sandwich, {blocks:.0f} blocks"
     variances = np.diag(classical)
+    if np.any((variances <= 0.0) & (np.diag(robust) > 0.0)):
+        return robust, f"block sandwich (classical variance zero), {blocks:.0f} blocks"
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.diag(robust) / variances
     effect = np.where(np.isfinite(ratio) & (variances > 0.0), np.maximum(ratio, 1.0), 1.0)

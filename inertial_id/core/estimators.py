@@ -168,7 +168,10 @@ def make_estimate(
     there are fewer than :data:`~inertial_id.core.covariance.MIN_BLOCKS_PER_UNKNOWN` blocks
     per unknown); without,
     the classical ``sigma^2 (A^T W A)^-1`` with ``sigma^2 = residual / (rows - n)``, which
-    assumes white noise. ``covariance_type`` says which.
+    assumes white noise; for statistics corrected for the rows' noise
+    (:meth:`~inertial_id.core.statistics.SufficientStatistics.corrected`, ``H_c = A^T W A -
+    E[dA^T W dA]``) it is ``sigma^2 H_c^-1 A^T W A H_c^-1``, with the data's residual: that
+    noise is part of the equation error. ``covariance_type`` says which.
 
     The scores are evaluated at ``x`` whatever produced it. When the LMI is active (``x`` on
     the boundary of the consistent set), the reported covariance is therefore that of the
@@ -186,7 +189,11 @@ def make_estimate(
     factor = covariance_factor(stats.information[:n, :n])
     undetermined = np.isinf(np.diag(factor))
     bread = np.where(np.isinf(factor), 0.0, factor)
-    block, kind = sigma2 * bread, "classical"
+    if stats.removed_noise.any():  # the score's variance is sigma^2 times the data's A^T W A
+        bread_classical = bread @ (stats.information + stats.removed_noise)[:n, :n] @ bread
+    else:
+        bread_classical = bread
+    block, kind = sigma2 * bread_classical, "classical"
     scores = stats.scores
     if scores is not None and scores.effective_blocks > 1.0:
         meat = scores.meat(np.asarray(x, dtype=float))[:n, :n]

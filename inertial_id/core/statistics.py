@@ -19,6 +19,10 @@ the calibration benchmark). The statistics keep that expectation (``noise_inform
 :meth:`SufficientStatistics.corrected` subtracts it: corrected least squares, still a
 quadratic cost. The block scores use the corrected blocks, so the sandwich's scores sum to
 zero at the corrected estimate (except along a direction where the correction is capped).
+The rows' noise is part of the equation error all the same: the corrected statistics'
+:meth:`~SufficientStatistics.residual` is still the data's ``||A x - b||^2_W`` (the classical
+``sigma^2`` from ``||A x - b||^2_W - x^T E[dA^T W dA] x`` reached zero on a simulated run whose
+encoders' noise outweighed the smoothed wrench noise: after 6 s every reported std was 0).
 """
 
 from __future__ import annotations
@@ -50,7 +54,9 @@ class SufficientStatistics:
     ``samples`` counts wrench samples (6 rows each for a payload), ``rows`` counts equations;
     under forgetting both are effective (scaled) counts. ``score_block``: samples per block of
     the block scores (0: none kept; see the module docstring). ``noise_information`` is
-    ``E[dA^T W dA]`` of the rows' own noise (zero unless given; see the module docstring).
+    ``E[dA^T W dA]`` of the rows' own noise (zero unless given; see the module docstring);
+    ``removed_noise`` is the part of it that :meth:`corrected` took out of ``information``
+    (zero in uncorrected statistics), which :meth:`residual` adds back.
     """
 
     n_unknowns: int
@@ -58,6 +64,7 @@ class SufficientStatistics:
     information: NDArray[np.float64] = field(init=False)
     moment: NDArray[np.float64] = field(init=False)
     noise_information: NDArray[np.float64] = field(init=False)
+    removed_noise: NDArray[np.float64] = field(init=False)
     energy: float = field(init=False, default=0.0)
     rows: float = field(init=False, default=0.0)
     samples: float = field(init=False, default=0.0)
@@ -69,6 +76,7 @@ class SufficientStatistics:
     def __post_init__(self) -> None:
         self.information = np.zeros((self.n_unknowns, self.n_unknowns))
         self.noise_information = np.zeros((self.n_unknowns, self.n_unknowns))
+        self.removed_noise = np.zeros((self.n_unknowns, self.n_unknowns))
         self.moment = np.zeros(self.n_unknowns)
         if self.score_block > 0:
             self._block = SufficientStatistics(self.n_unknowns)
@@ -147,6 +155,7 @@ class SufficientStatistics:
             raise SampleError("cannot merge statistics of different sizes")
         self._accumulate(other.information, other.moment, other.energy, other.rows,
                          other.samples, other.noise_information)
+        self.removed_noise += other.removed_noise
         if self._scores is not None and other._scores is not None:
             self._scores.merge(other._scores)
             if other._block is not None and other._block.samples > 0:
@@ -158,6 +167,7 @@ class SufficientStatistics:
         the block scores' second moments scale by ``factor^2``."""
         self.information *= factor
         self.noise_information *= factor
+        self.removed_noise *= factor
         self.moment *= factor
         self.energy *= factor
         self.rows *= factor
@@ -209,6 +219,7 @@ class SufficientStatistics:
         out = SufficientStatistics(self.n_unknowns, self.score_block)
         out._accumulate(self.information, self.moment, self.energy, self.rows, self.samples,
                         self.noise_information)
+        out.removed_noise += self.removed_noise
         if self._scores is not None and self._block is not None:
             out._scores = self._scores.copy()
             out._block = self._block.copy()
@@ -238,15 +249,18 @@ class SufficientStatistics:
         out = SufficientStatistics(self.n_unknowns)
         out._accumulate(h - noise, self.moment, self.energy, self.rows,
                         self.samples, self._zero_noise)
+        out.removed_noise = self.removed_noise + noise
         scores = self.scores
         if scores is not None:
             out.set_scores(scores)
         return out
 
     def residual(self, x: ArrayLike) -> float:
-        """Weighted residual ``||A x - b||^2_W`` from the statistics alone."""
+        """Weighted residual ``||A x - b||^2_W`` of the data from the statistics alone (of
+        corrected statistics too: the rows' noise is part of the equation error)."""
         x = np.asarray(x, dtype=float)
-        value = x @ self.information @ x - 2.0 * x @ self.moment + self.energy
+        value = x @ (self.information + self.removed_noise) @ x - 2.0 * x @ self.moment \
+            + self.energy
         return max(float(value), 0.0)
 
 
