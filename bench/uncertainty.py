@@ -16,13 +16,16 @@ For every estimated quantity ``z = (estimate - truth) / std``; per group (mass, 
 ``m c``, inertia about the sensor origin, offset, and the derived CoM and inertia about the
 CoM) it prints the share of ``|z| <= 1`` and ``<= 2`` and the median ``|z|`` (an honest
 Gaussian std: 68 %, 95 %, 0.67), for the reported covariance and, on the same estimates, the
-classical ``sigma^2 (A^T W A)^-1``. ``--tiago-jackknife`` adds the real TIAGo run: its
-delete-one-block jackknife std against the reported std (``bench/tiago_payload.py``).
+classical ``sigma^2 (A^T W A)^-1``. The reported table carries 95 % bootstrap intervals
+(runs resampled): with one mass per run, 56 runs leave its median ``|z|`` uncertain by about
+0.1 either way, hence 200 runs by default (about 3 min). ``--tiago-jackknife`` adds the
+real TIAGo run: its delete-one-block jackknife std against the reported std
+(``bench/tiago_payload.py``).
 
-    python bench/uncertainty.py                 # 56 runs
+    python bench/uncertainty.py                 # 200 runs
     python bench/uncertainty.py --quick         # 16 runs
     python bench/uncertainty.py --runs 80 --json out.json --tiago-jackknife
-    python bench/uncertainty.py --first-seed 1000   # payloads the defaults never drew
+    python bench/uncertainty.py --first-seed 3000   # payloads the defaults never drew
 """
 
 from __future__ import annotations
@@ -199,30 +202,55 @@ def z_scores(estimate: Estimate, case: Case) -> dict[str, NDArray[np.float64]]:
     }
 
 
-def summarise(z: list[dict[str, NDArray[np.float64]]]) -> dict[str, dict[str, float]]:
-    """Per group: count, share within 1 and 2 std, median |z|."""
-    out = {}
+def summarise(z: list[dict[str, NDArray[np.float64]]],
+              resamples: int = 2000) -> dict[str, dict[str, Any]]:
+    """Per group: count, share within 1 and 2 std, median |z|, mean z^2, largest |z|, and 95 %
+    bootstrap intervals of the 2-std share and of the median (runs resampled with
+    replacement: a run's values share its data, so the run is the unit)."""
+    rng = np.random.default_rng(0)
+    picks = rng.integers(len(z), size=(resamples, len(z)))
+    out: dict[str, dict[str, Any]] = {}
     for group in GROUPS:
-        values = np.abs(np.concatenate([run[group] for run in z]))
+        per_run = [np.abs(run[group]) for run in z]
+        values = np.concatenate(per_run)
+        within_2, median = [], []
+        for pick in picks:
+            sample = np.concatenate([per_run[i] for i in pick])
+            within_2.append(np.mean(sample <= 2.0))
+            median.append(np.median(sample))
         out[group] = {"n": int(values.size), "within_1": float(np.mean(values <= 1.0)),
                       "within_2": float(np.mean(values <= 2.0)),
                       "median_abs_z": float(np.median(values)),
-                      "max_abs_z": float(values.max())}
+                      "mean_z2": float(np.mean(values**2)),
+                      "max_abs_z": float(values.max()),
+                      "within_2_interval": [float(v) for v in np.percentile(within_2, [2.5, 97.5])],
+                      "median_interval": [float(v) for v in np.percentile(median, [2.5, 97.5])]}
     return out
 
 
-def markdown(tables: dict[str, dict[str, dict[str, float]]]) -> str:
-    """Tables side by side: ``{label: summarise(...)}``."""
+def markdown(tables: dict[str, dict[str, dict[str, Any]]], intervals: bool = False) -> str:
+    """Tables side by side: ``{label: summarise(...)}``; ``intervals``: with the 95 %
+    bootstrap intervals of the 2-std share and the median."""
     labels = list(tables)
     head = "| group | n | " + " | ".join(
         f"{label}: ≤1σ / ≤2σ / median abs z" for label in labels) + " |"
     lines = [head, "|---|---|" + "---|" * len(labels)]
     for group in GROUPS:
-        cells = [f"{100 * t[group]['within_1']:.0f} % / {100 * t[group]['within_2']:.0f} % "
-                 f"/ {t[group]['median_abs_z']:.2f}" for t in tables.values()]
+        cells = [_cell(t[group], intervals) for t in tables.values()]
         n = next(iter(tables.values()))[group]["n"]
         lines.append(f"| {group} | {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _cell(row: dict[str, Any], intervals: bool) -> str:
+    if not intervals:
+        return (f"{100 * row['within_1']:.0f} % / {100 * row['within_2']:.0f} % / "
+                f"{row['median_abs_z']:.2f}")
+    low2, high2 = row["within_2_interval"]
+    low, high = row["median_interval"]
+    return (f"{100 * row['within_1']:.0f} % / {100 * row['within_2']:.0f} % "
+            f"[{100 * low2:.0f}–{100 * high2:.0f}] / {row['median_abs_z']:.2f} "
+            f"[{low:.2f}–{high:.2f}]")
 
 
 def tiago_jackknife(data: Path) -> dict[str, Any] | None:
@@ -252,7 +280,8 @@ def tiago_jackknife(data: Path) -> dict[str, Any] | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=56)
+    parser.add_argument("--runs", type=int, default=200,
+                        help="random runs (56 left the mass median |z| uncertain by about 0.1)")
     parser.add_argument("--quick", action="store_true", help="16 runs")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR,
@@ -289,12 +318,14 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - start
     tables = {"reported": summarise(reported), "classical": summarise(classical)}
     print(f"\n{runs} runs in {elapsed:.0f} s; covariance types {kinds}\n")
-    print(markdown(tables))
+    print(markdown({"reported": tables["reported"]}, intervals=True))
+    print("\nthe same estimates with the classical std\n")
+    print(markdown({"classical": tables["classical"]}))
     robot_tables = {name: summarise(z) for name, z in per_robot.items()}
     print("\nreported std, per robot\n")
     print(markdown(robot_tables))
-    doc: dict[str, Any] = {"runs": runs, "seconds": elapsed, "tables": tables,
-                           "per_robot": robot_tables}
+    doc: dict[str, Any] = {"runs": runs, "first_seed": args.first_seed, "seconds": elapsed,
+                           "tables": tables, "per_robot": robot_tables}
     if args.tiago_jackknife:
         check = tiago_jackknife(args.data)
         doc["tiago"] = check
