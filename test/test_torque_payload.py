@@ -104,6 +104,22 @@ def test_a_known_payload_is_recovered_from_joint_torques(links: LinkTorqueModel,
     assert estimate.std[0] < 0.02 * mass
 
 
+def test_the_payload_from_torques_solves_with_cvxpy_when_the_dedicated_solver_is_off(
+        links: LinkTorqueModel) -> None:
+    """``dedicated_solver: false`` reaches the joint-torque payload too, with the same answer."""
+    payload = _payload(1.5, [0.01, -0.02, 0.07], [0.1, 0.08, 0.14])
+    q, qd, qdd, effort = _recording(links, payload, 10.0, 4)
+    estimates = {}
+    for dedicated in (True, False):
+        identifier = TorquePayloadIdentifier(links, BUNDLED_SENSOR_FRAME, dedicated=dedicated)
+        identifier.add(q, qd, qdd, effort)
+        estimates[dedicated] = identifier.solve()
+        assert (identifier.estimator.last_solve == "sdp") != dedicated
+    # The same optimum, to within the conic solver's tolerance: far inside one std.
+    difference = np.abs(estimates[False].pi - estimates[True].pi)
+    assert np.all(difference < 0.01 * estimates[True].std), difference / estimates[True].std
+
+
 def test_friction_and_offsets_are_refitted_from_an_unloaded_recording(
         links: LinkTorqueModel) -> None:
     nv = links.model.n

@@ -172,12 +172,13 @@ class TorquePayloadIdentifier:
     """Accumulates joint samples of the loaded arm and estimates the payload (see the module
     docstring). ``frame``: the payload frame (a URDF frame after the last moving joint; None:
     the last moving joint's child link, so ``pi`` is the change of the last link's parameters);
-    ``epsilon``, ``prior``, ``prior_weight``: the payload estimator's options;
-    ``score_block``: samples per block of the block-robust covariance."""
+    ``epsilon``, ``prior``, ``prior_weight``, ``dedicated`` (the compiled SDP solver, else
+    cvxpy): the payload estimator's options; ``score_block``: samples per block of the
+    block-robust covariance."""
 
     def __init__(self, links: LinkTorqueModel, frame: str | None = None, epsilon: float = 1e-8,
                  prior: ArrayLike | None = None, prior_weight: float = 1e-9,
-                 score_block: int = 250) -> None:
+                 score_block: int = 250, dedicated: bool = True) -> None:
         self.links = links
         frame = frame or links.model.link_names[-1]
         self.kinematics = SensorKinematics(links.model.urdf, frame,
@@ -189,7 +190,8 @@ class TorquePayloadIdentifier:
         self.score_block = int(score_block)
         self.estimator = ConsistentEstimator(epsilon=epsilon, prior=prior,
                                              prior_weight=prior_weight,
-                                             known_offset=np.zeros(N_OFFSET))
+                                             known_offset=np.zeros(N_OFFSET),
+                                             dedicated=dedicated)
         self.reset()
 
     def reset(self) -> None:

@@ -91,7 +91,8 @@ class TorquePayloadMode:
         self.node = node
         self.values = dict(values)
         self.config = online_config(values)
-        sdp.prepare_in_background(node.get_logger().info)  # cvxpy solves until it is ready
+        if self.config.payload.dedicated_solver:  # cvxpy solves until it is ready
+            sdp.prepare_in_background(node.get_logger().info)
         self.decimation = max(1, int(values["links_decimation"]))
         self.online: TorquePayloadOnline | None = None
         self.mapper: JointMapper | None = None
@@ -118,7 +119,8 @@ class TorquePayloadMode:
         links = link_model(urdf, str(self.values["links_file"]),
                            list(self.values["links_joints"]))
         identifier = TorquePayloadIdentifier(links, str(self.values["payload_frame"]) or None,
-                                             epsilon=self.config.payload.epsilon)
+                                             epsilon=self.config.payload.epsilon,
+                                             dedicated=self.config.payload.dedicated_solver)
         self.frame = identifier.kinematics.sensor_frame
         stream = TorquePayloadStream(identifier, int(self.values["links_window"]))
         self.online = TorquePayloadOnline(stream, self.config)
