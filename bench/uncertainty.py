@@ -16,11 +16,11 @@ For every estimated quantity ``z = (estimate - truth) / std``; per group (mass, 
 ``m c``, inertia about the sensor origin, offset, and the derived CoM and inertia about the
 CoM) it prints the share of ``|z| <= 1`` and ``<= 2`` and the median ``|z|`` (an honest
 Gaussian std: 68 %, 95 %, 0.67), for the reported covariance and, on the same estimates, the
-classical ``sigma^2 (A^T W A)^-1``. The reported table carries 95 % bootstrap intervals
-(runs resampled): with one mass per run, 56 runs leave its median ``|z|`` uncertain by about
-0.1 either way, hence 200 runs by default (about 3 min). ``--tiago-jackknife`` adds the
-real TIAGo run: its delete-one-block jackknife std against the reported std
-(``bench/tiago_payload.py``).
+classical one (white noise: :func:`inertial_id.core.estimators.make_estimate`). The reported
+table carries 95 % bootstrap intervals (runs resampled): with one mass per run, 56 runs leave
+its median ``|z|`` uncertain by about 0.1 either way, hence 200 runs by default (about
+3 min). ``--tiago-jackknife`` adds the real TIAGo run: its delete-one-block jackknife std
+against the reported std (``bench/tiago_payload.py``).
 
     python bench/uncertainty.py                 # 200 runs
     python bench/uncertainty.py --quick         # 16 runs

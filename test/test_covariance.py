@@ -272,6 +272,21 @@ def test_few_blocks_never_report_a_zero_variance_the_sandwich_does_not_have() ->
                                                     scores.leverage(bread), blocks))
 
 
+def test_an_undetermined_unknown_keeps_the_others_design_effects() -> None:
+    """Two identical columns: those unknowns get infinite variance, and the others keep the
+    classical correlations with their design effects (not the few-block sandwich)."""
+    rng = np.random.default_rng(29)
+    a = smooth_regressor(1000, rng)
+    a[:, 11] = a[:, 10]
+    b = a @ rng.normal(size=N) + ar1(1000, 0.95, rng)
+    estimate = least_squares(accumulate(a, b, 100, chunk=100))
+    assert estimate.covariance_type.startswith("classical x design effect per unknown")
+    std = np.sqrt(np.diag(estimate.covariance))
+    assert np.all(np.isinf(std[10:12]))
+    determined = np.r_[0:10, 12:N]
+    assert np.all(np.isfinite(std[determined]) & (std[determined] > 0.0))
+
+
 @st.composite
 def bodies(draw: st.DrawFn) -> BodyParameters:
     """Physically consistent bodies: mass, CoM within 20 cm, a rotated box inertia."""

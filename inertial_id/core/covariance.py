@@ -214,14 +214,17 @@ def robust_covariance(bread: NDArray[np.float64], meat: NDArray[np.float64],
     """The covariance to report and how it was computed.
 
     ``bread`` is ``(A^T W A)^-1`` (finite), ``meat`` and ``leverage`` the ``scores``' at the
-    estimate and ``bread``, ``classical`` is ``sigma^2 bread``. With at least
+    estimate and ``bread``, ``classical`` the classical covariance (``sigma^2 bread``, or its
+    errors-in-variables form: :func:`~inertial_id.core.estimators.make_estimate`; an
+    undetermined unknown has a zero row in both). With at least
     :data:`MIN_BLOCKS_PER_UNKNOWN` effective blocks per unknown: the block sandwich ``S``.
     With fewer, the sandwich's off-diagonal structure is too noisy (its rank is at most the
     number of blocks ``G``), but each of its variances is still a mean over ``G`` block
     scores: the classical matrix keeps its correlations and each unknown's variance takes
     its own design effect ``k_i = max(1, S_ii / C_ii)``,
-    ``Cov = D C D`` with ``D = diag(sqrt(k_i))``; where a classical variance is zero and the
-    sandwich's is not (no design effect can scale it), the sandwich itself. (One scalar for
+    ``Cov = D C D`` with ``D = diag(sqrt(k_i))``; where a determined unknown's classical
+    variance is zero and the sandwich's is not (no design effect can scale it), the sandwich
+    itself. (One scalar for
     all, the mean of the ratios, left the real TIAGo run's mass std 1.8 times under its block
     jackknife while the first moments and inertia came out twice too wide: correlation does
     not stretch every direction alike.)
@@ -231,7 +234,8 @@ def robust_covariance(bread: NDArray[np.float64], meat: NDArray[np.float64],
     if blocks >= MIN_BLOCKS_PER_UNKNOWN * bread.shape[0]:
         return robust, f"block sandwich, {blocks:.0f} blocks"
     variances = np.diag(classical)
-    if np.any((variances <= 0.0) & (np.diag(robust) > 0.0)):
+    determined = np.diag(bread) > 0.0
+    if np.any(determined & (variances <= 0.0) & (np.diag(robust) > 0.0)):
         return robust, f"block sandwich (classical variance zero), {blocks:.0f} blocks"
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.diag(robust) / variances

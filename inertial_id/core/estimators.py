@@ -170,8 +170,9 @@ def make_estimate(
     the classical ``sigma^2 (A^T W A)^-1`` with ``sigma^2 = residual / (rows - n)``, which
     assumes white noise; for statistics corrected for the rows' noise
     (:meth:`~inertial_id.core.statistics.SufficientStatistics.corrected`, ``H_c = A^T W A -
-    E[dA^T W dA]``) it is ``sigma^2 H_c^-1 A^T W A H_c^-1``, with the data's residual: that
-    noise is part of the equation error. ``covariance_type`` says which.
+    E[dA^T W dA]``) it is ``sigma^2 H_c^-1 A^T W A H_c^-1`` (to first order in the noise's
+    share), with the data's residual: that noise is part of the equation error.
+    ``covariance_type`` says which.
 
     The scores are evaluated at ``x`` whatever produced it. When the LMI is active (``x`` on
     the boundary of the consistent set), the reported covariance is therefore that of the

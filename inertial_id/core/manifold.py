@@ -273,7 +273,8 @@ class _ReducedProblem:
         reduced.rows, reduced.samples = stats.rows, stats.samples
         self.statistics = reduced
         self.root, self.target = square_root(reduced)
-        # ||A x - b||^2_W (+ prior) at the unconstrained optimum: the cost is ||R pi - z||^2 + it.
+        # The cost (||A x - b||^2_W less the rows' noise for corrected statistics, + prior) at
+        # the unconstrained optimum: the cost is ||R pi - z||^2 + it.
         self.floor_cost = max(reduced.energy - float(self.target @ self.target), 0.0)
 
     def offset(self, pi: NDArray[np.float64]) -> NDArray[np.float64]:

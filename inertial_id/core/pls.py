@@ -91,8 +91,8 @@ def pls_path(stats: SufficientStatistics, n_components: int | None = None) -> ND
 def pls(stats: SufficientStatistics, n_components: int | None = None) -> Estimate:
     """PLS1 estimate of ``[pi; offset]`` with ``n_components`` latent variables (default all).
 
-    The covariance is that of least squares, ``sigma^2 (A^T W A)^-1``, with ``sigma^2`` from
-    this solution's residual.
+    The covariance is that of least squares (:func:`~inertial_id.core.estimators.
+    make_estimate`), with ``sigma^2`` from this solution's residual.
     """
     x = pls_path(stats, n_components)[-1]
     return make_estimate(stats, x, "pls")

@@ -185,7 +185,7 @@ class SufficientStatistics:
         with ``P = [I, -H_po H_oo^+; 0, 0]`` and ``v = [0; H_oo^+ c_o]``, which sum to the
         reduced statistics and give the scores of the kept unknowns with the others profiled.
         The rows' noise must lie in the kept unknowns' columns (the F/T offset's are exact):
-        ``noise_information`` then stays as it is.
+        ``noise_information`` and ``removed_noise`` then stay as they are.
         """
         h, g = self.information, self.moment
         h_oo = h[n_kept:, n_kept:]
