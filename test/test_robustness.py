@@ -1136,6 +1136,11 @@ def test_upstream_loss_counts_the_gaps_in_the_running_count() -> None:
         loss.update(before, count)
     # 10 -> 13 lost 3; the count went back to 0 (a restarted publisher): resync; 4 -> 10: 6
     assert loss.lost == 9
+    assert loss.missed == 0
+    late = UpstreamLoss()  # matched after 70 samples, and again 2 after a restart
+    for before, count in ((70, 5), (75, 5), (2, 3)):
+        late.update(before, count)
+    assert (late.missed, late.lost) == (72, 0)
 
 
 def test_one_stray_wrench_frame_does_not_relabel_the_stream() -> None:

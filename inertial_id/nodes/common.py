@@ -534,16 +534,22 @@ class DropWatch:
 
 
 class UpstreamLoss:
-    """Samples lost on the way from the previous node, from the running count its batches
-    carry (``samples_before``); a count that goes back (the publisher restarted) resyncs."""
+    """Samples lost on the way from the previous node (``lost``), from the running count its
+    batches carry (``samples_before``); a count that goes back (the publisher restarted)
+    resyncs. ``missed``: what the publisher had sent before the first batch received from it
+    (this node started, or its subscription matched, later): never in transit to this node,
+    so not a loss, but counted so that the two nodes' ledgers add up."""
 
     def __init__(self) -> None:
         self.lost = 0
+        self.missed = 0
         self._expected: int | None = None
 
     def update(self, samples_before: int, count: int) -> None:
         """One batch of ``count`` samples, after ``samples_before`` sent earlier."""
-        if self._expected is not None and samples_before > self._expected:
+        if self._expected is None or samples_before < self._expected:
+            self.missed += samples_before
+        elif samples_before > self._expected:
             self.lost += samples_before - self._expected
         self._expected = samples_before + count
 

@@ -72,7 +72,8 @@ class Kinematics(PipelineNode):
                                      "samples_published": self.samples_out,
                                      "samples_dropped": sum(self.dropped.values()),
                                      "messages_undecodable": self.undecodable,
-                                     "samples_lost_upstream": self.upstream.lost}
+                                     "samples_lost_upstream": self.upstream.lost,
+                                     "samples_missed_at_start": self.upstream.missed}
         values.update({f"dropped_{k}": v for k, v in self.dropped.items()})
         if self.model is None:
             return DiagnosticStatus.WARN, "waiting for the URDF", values

@@ -313,7 +313,8 @@ class Solver(PipelineNode):
         values: dict[str, Number] = {
             "samples_received": self.samples_received, "samples_used": ledger["used"],
             "samples_held": ledger["held"], "messages_undecodable": self.undecodable,
-            "samples_lost_upstream": self.upstream.lost, "dropped_invalid": self.invalid,
+            "samples_lost_upstream": self.upstream.lost,
+            "samples_missed_at_start": self.upstream.missed, "dropped_invalid": self.invalid,
             **{k: v for k, v in ledger.items() if k.startswith("dropped_")},
             "contacts": len(online.contacts), "in_contact": online.in_contact,
             "payload_changes": len(online.payload_changes),
