@@ -224,10 +224,9 @@ def robust_covariance(bread: NDArray[np.float64], meat: NDArray[np.float64],
     its own design effect ``k_i = max(1, S_ii / C_ii)``,
     ``Cov = D C D`` with ``D = diag(sqrt(k_i))``; where a determined unknown's classical
     variance is zero and the sandwich's is not (no design effect can scale it), the sandwich
-    itself. (One scalar for
-    all, the mean of the ratios, left the real TIAGo run's mass std 1.8 times under its block
-    jackknife while the first moments and inertia came out twice too wide: correlation does
-    not stretch every direction alike.)
+    itself. (One scalar for all, the mean of the ratios, left the real TIAGo run's mass std
+    1.8 times under its block jackknife while the first moments and inertia came out twice
+    too wide: correlation does not stretch every direction alike.)
     """
     blocks = scores.effective_blocks
     robust = sandwich(bread, meat, leverage, blocks, scores.weight_squared / scores.weight)

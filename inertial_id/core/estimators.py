@@ -191,7 +191,7 @@ def make_estimate(
     undetermined = np.isinf(np.diag(factor))
     bread = np.where(np.isinf(factor), 0.0, factor)
     if stats.removed_noise.any():  # the score's variance is sigma^2 times the data's A^T W A
-        bread_classical = bread @ (stats.information + stats.removed_noise)[:n, :n] @ bread
+        bread_classical = bread @ stats.data_information[:n, :n] @ bread
     else:
         bread_classical = bread
     block, kind = sigma2 * bread_classical, "classical"

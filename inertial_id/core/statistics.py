@@ -255,12 +255,17 @@ class SufficientStatistics:
             out.set_scores(scores)
         return out
 
+    @property
+    def data_information(self) -> NDArray[np.float64]:
+        """``A^T W A`` of the data: ``information`` with what :meth:`corrected` removed
+        added back (``information`` itself for uncorrected statistics)."""
+        return self.information + self.removed_noise
+
     def residual(self, x: ArrayLike) -> float:
         """Weighted residual ``||A x - b||^2_W`` of the data from the statistics alone (of
         corrected statistics too: the rows' noise is part of the equation error)."""
         x = np.asarray(x, dtype=float)
-        value = x @ (self.information + self.removed_noise) @ x - 2.0 * x @ self.moment \
-            + self.energy
+        value = x @ self.data_information @ x - 2.0 * x @ self.moment + self.energy
         return max(float(value), 0.0)
 
 
