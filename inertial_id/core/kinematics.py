@@ -51,6 +51,16 @@ def load_urdf_model(urdf: str) -> pin.Model:
         raise ModelError(f"URDF from {source} does not parse: {exc}") from exc
 
 
+def require_frame(model: pin.Model, name: str, role: str) -> int:
+    """The id of frame ``name``; :class:`ModelError` naming the ``role`` and the model's link
+    frames when the URDF has no such frame."""
+    if not model.existFrame(name):
+        kinds = (pin.FrameType.BODY, pin.FrameType.OP_FRAME, pin.FrameType.SENSOR)
+        frames = sorted({f.name for f in model.frames if f.type in kinds})
+        raise ModelError(f"{role} {name!r} is not in the URDF; frames: {', '.join(frames)}")
+    return int(model.getFrameId(name))
+
+
 def movable_joint_names(model: pin.Model) -> list[str]:
     """Names of the model's joints (pinocchio's order, the URDF tree depth-first), no universe."""
     return list(model.names)[1:]
@@ -73,12 +83,7 @@ class SensorKinematics:
         model = load_urdf_model(urdf)
         if locked_joints:
             model = _lock_joints(model, locked_joints)
-        if not model.existFrame(sensor_frame):
-            kinds = (pin.FrameType.BODY, pin.FrameType.OP_FRAME, pin.FrameType.SENSOR)
-            frames = sorted({f.name for f in model.frames if f.type in kinds})
-            raise ModelError(
-                f"sensor frame {sensor_frame!r} is not in the URDF; frames: {', '.join(frames)}"
-            )
+        self.frame_id = require_frame(model, sensor_frame, "sensor frame")
         for joint in model.joints[1:]:
             if not (joint.nv == 1 and joint.nq in (1, 2)):
                 raise ModelError(
@@ -87,7 +92,6 @@ class SensorKinematics:
         self.model = model
         self.data = model.createData()
         self.sensor_frame = sensor_frame
-        self.frame_id = model.getFrameId(sensor_frame)
         self.gravity = np.asarray(gravity, dtype=float).reshape(3)
         self.joint_names = movable_joint_names(model)
         self._unbounded = np.array([j.nq == 2 for j in model.joints[1:]], dtype=bool)

@@ -1,0 +1,90 @@
+"""An estimate re-expressed in another frame rigidly attached to the sensor.
+
+The frame is given by its placement ``sensor_M_frame`` (a ``pinocchio.SE3``): the rotation
+``R`` holds the frame's axes in sensor coordinates and the translation ``p`` its origin in
+sensor coordinates (m), so a point ``x_f`` of the frame is ``x_s = R x_f + p`` in the sensor
+frame. :func:`frame_placement` reads it from a URDF model.
+
+- ``pi`` (the papers' order, about the frame origin): the pseudo-inertia ``J`` is the second
+  moment of the density in homogeneous coordinates, so ``J_f = T^-1 J_s T^-T`` with
+  ``T = [[R, p], [0, 1]]``. ``J`` is linear in ``pi``, so the change is one constant 10x10
+  matrix (:func:`pi_transform`): exact, and its own Jacobian.
+- The F/T offset ``[f; tau]`` (N, N m), a wrench about the sensor origin, becomes the same
+  wrench about the frame origin in the frame's axes: ``f_f = R^T f``,
+  ``tau_f = R^T (tau - p x f)`` (:func:`wrench_transform`).
+- The 16x16 covariance over ``[pi; offset]`` goes through the block-diagonal of the two
+  matrices, ``G C G^T``: exact, since both maps are linear.
+
+Mass, centre of mass (``R^T (c - p)``) and inertia about the CoM (``R^T I_c R``) follow from
+the new ``pi`` through :class:`~inertial_id.core.parameters.BodyParameters`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pinocchio as pin
+from numpy.typing import NDArray
+from scipy.linalg import block_diag
+
+from inertial_id.core.covariance import derived_covariance
+from inertial_id.core.errors import ModelError
+from inertial_id.core.estimators import N_PI, Estimate
+from inertial_id.core.kinematics import require_frame
+from inertial_id.core.parameters import (
+    BodyParameters,
+    pi_from_pseudo_inertia,
+    pseudo_inertia,
+    skew,
+)
+
+
+def frame_placement(model: pin.Model, sensor_frame: str, frame: str) -> pin.SE3:
+    """``sensor_M_frame``: the placement of ``frame`` in ``sensor_frame`` (module docstring).
+
+    Both frames must be in the model and rigidly attached: no joint may move between them
+    (pinocchio gives them the same parent joint). :class:`ModelError` otherwise.
+    """
+    sensor = model.frames[require_frame(model, sensor_frame, "sensor frame")]
+    target = model.frames[require_frame(model, frame, "frame")]
+    if sensor.parentJoint != target.parentJoint:
+        raise ModelError(
+            f"frame {frame!r} is not rigidly attached to {sensor_frame!r}: joint "
+            f"{model.names[target.parentJoint]!r} moves it and joint "
+            f"{model.names[sensor.parentJoint]!r} moves the sensor"
+        )
+    return sensor.placement.inverse() * target.placement
+
+
+def pi_transform(sensor_M_frame: pin.SE3) -> NDArray[np.float64]:
+    """The 10x10 matrix taking ``pi`` about the sensor origin (sensor axes) to ``pi`` about the
+    frame origin (frame axes); both in the papers' order, SI units."""
+    homogeneous = sensor_M_frame.inverse().homogeneous  # T^-1
+    return np.column_stack([
+        pi_from_pseudo_inertia(homogeneous @ pseudo_inertia(unit) @ homogeneous.T)
+        for unit in np.eye(N_PI)
+    ])
+
+
+def wrench_transform(sensor_M_frame: pin.SE3) -> NDArray[np.float64]:
+    """The 6x6 matrix taking a wrench ``[f; tau]`` about the sensor origin (sensor axes) to the
+    same wrench about the frame origin (frame axes)."""
+    rotation_t = sensor_M_frame.rotation.T
+    return np.block([
+        [rotation_t, np.zeros((3, 3))],
+        [-rotation_t @ skew(sensor_M_frame.translation), rotation_t],
+    ])
+
+
+def express_in_frame(estimate: Estimate, sensor_M_frame: pin.SE3) -> Estimate:
+    """``estimate`` (sensor frame) re-expressed in the frame placed at ``sensor_M_frame``:
+    ``pi``, offset and covariance (module docstring); everything else is kept."""
+    pi_map = pi_transform(sensor_M_frame)
+    wrench_map = wrench_transform(sensor_M_frame)
+    return dataclasses.replace(
+        estimate,
+        body=BodyParameters.from_pi(pi_map @ estimate.pi),
+        offset=wrench_map @ estimate.offset,
+        covariance=derived_covariance(block_diag(pi_map, wrench_map), estimate.covariance),
+    )
