@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inertial_id.core.regressor import WRENCH_SIGNS
+from inertial_id.export_tool import add_export_parser, run_export
 from inertial_id.links_tool import (
     add_excite_parser,
     add_identify_links_parser,
@@ -164,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_links_parser(sub)
     add_identify_payload_parser(sub)
     add_excite_parser(sub)
+    add_export_parser(sub)
     return parser
 
 
@@ -263,7 +265,8 @@ def _play(args: argparse.Namespace) -> int:
 
 COMMANDS = {"demo": _demo, "replay": _replay, "simulate": _simulate, "play": _play,
             "identify-links": run_identify_links, "excite": run_excite,
-            "check-links": run_check_links, "identify-payload": run_identify_payload}
+            "check-links": run_check_links, "identify-payload": run_identify_payload,
+            "export": run_export}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
