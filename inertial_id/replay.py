@@ -26,6 +26,7 @@ from inertial_id.bags import BagError, BagReader
 from inertial_id.calibration import estimate_document
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimators import Estimate
+from inertial_id.core.frames import OutputFrame
 from inertial_id.core.gathering import Gathering, JointStateSample, WrenchSample
 from inertial_id.core.parameters import vector_from_symmetric
 from inertial_id.core.pipeline import PayloadPipeline
@@ -58,6 +59,8 @@ class ReplayOptions:
     params: Path | None = None
     urdf: str | None = None
     sensor_frame: str | None = None
+    output_frame: str | None = None
+    """URDF frame the output YAML gives the estimate in (the solver's ``output_frame``)."""
     joint_states_topic: str | None = None
     wrench_topic: str | None = None
     wrench_sign: str | None = None
@@ -85,13 +88,14 @@ class ReplayResult:
     setup_errors: list[str] = field(default_factory=list)
     partial: bool = False
     """Stopped before the end of the bag (Ctrl-C): the estimate of the messages read."""
+    output: OutputFrame = field(default_factory=lambda: OutputFrame(None, ""))
+    """The frame the output YAML gives the estimate in (``estimate`` stays in ``frame``)."""
 
     def to_yaml(self) -> dict[str, Any]:
-        """The replay output contract (DESIGN.md)."""
+        """The replay output contract (DESIGN.md), in the output frame."""
         doc: dict[str, Any] = {"estimate": None}
-        e = self.estimate
-        if e is not None:
-            doc["estimate"] = estimate_document(e, self.frame)
+        if self.estimate is not None:
+            doc["estimate"] = estimate_document(*self.output.express(self.estimate, self.frame))
         doc["contacts"] = [[round(float(a), 4), round(float(b), 4)] for a, b in self.contacts]
         doc["samples_used"] = self.samples_used
         doc["ledger"] = self.ledger
@@ -133,6 +137,8 @@ def apply_overrides(options: ReplayOptions, params: dict[str, dict[str, Any]]) -
         params["gatherer"]["urdf_path"] = params["kinematics"]["urdf_path"] = options.urdf
     if options.sensor_frame is not None:
         params["kinematics"]["sensor_frame"] = options.sensor_frame
+    if options.output_frame is not None:
+        params["solver"]["output_frame"] = options.output_frame
     if options.wrench_sign is not None:
         params["solver"]["wrench_sign"] = options.wrench_sign
 
@@ -274,9 +280,13 @@ def replay(options: ReplayOptions) -> ReplayResult:
                        "do not overlap in time")
     start = fed.first_stamp
     online = pipeline.online
+    frame = fed.frame or pipeline.kinematics.sensor_frame
+    output = OutputFrame(pipeline.kinematics.model, str(params["solver"].get("output_frame", "")))
+    if estimate is not None:
+        output.express(estimate, frame)  # a frame the URDF lacks fails before anything is written
     return ReplayResult(
         estimate=estimate,
-        frame=fed.frame or pipeline.kinematics.sensor_frame,
+        frame=frame,
         start_time=start,
         contacts=[(c.start - start, c.end - start) for c in online.contacts],
         payload_changes=[t - start for t in online.payload_changes],
@@ -287,6 +297,7 @@ def replay(options: ReplayOptions) -> ReplayResult:
         ledger=data_ledger(fed, pipeline),
         setup_errors=[p.message for p in online.setup_problems],
         partial=fed.stopped,
+        output=output,
     )
 
 
@@ -298,8 +309,10 @@ _STAMP_REASONS = {
 }
 DROP_REASONS = {f"{kind}_{reason}": f"{label} {text}"
                 for kind, label in (("joint_state", "joint state"), ("wrench", "wrench"))
-                for reason, text in _STAMP_REASONS.items()}
-"""What each drop reason of :data:`~inertial_id.core.gathering.STAMP_DROPS` means."""
+                for reason, text in _STAMP_REASONS.items()} | {
+    "joint_state_spike": "joint state farther from the one before than the joints can move "
+                         "(URDF velocity limits): a spike"}
+"""What each drop reason of :data:`~inertial_id.core.gathering.MESSAGE_DROPS` means."""
 
 
 def _check_dropped(bag: Path, dropped: Mapping[str, int], total: int,
@@ -369,6 +382,10 @@ def summary_lines(result: ReplayResult) -> list[str]:
         f"contacts {len(result.contacts)}"
         + "".join(f"\n  {a:8.3f} .. {b:8.3f} s" for a, b in result.contacts),
     ]
+    moved, frame = result.output.express(e, result.frame)
+    if frame != result.frame:
+        lines.append(f"CoM    [{', '.join(f'{c:.4f}' for c in moved.body.com)}] m in {frame} "
+                     f"(the output frame)")
     if result.payload_changes:
         lines.append("payload changes at " + ", ".join(f"{t:.2f} s"
                                                        for t in result.payload_changes))

@@ -14,6 +14,7 @@ from inertial_id.core.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.payload import PayloadConfig
 from inertial_id.core.pipeline import PayloadPipeline
+from inertial_id.core.setup_check import SetupCheck
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
     BUNDLED_SENSOR_FRAME,
@@ -45,9 +46,11 @@ def _signals(mass: float, seed: int) -> tuple[np.ndarray, ...]:
 
 def _problems(edit: Edit = lambda w: w, lag: float = 0.0, gravity=None,
               sign: str = "payload_on_sensor", mass: float = 1.5, seed: int = 0,
-              estimator: bool = False) -> list[str] | OnlineEstimator:
+              estimator: bool = False, spikes: tuple[int, ...] = ()
+              ) -> list[str] | OnlineEstimator:
     """The codes of the set-up problems the data show (and "converged" if so), or with
-    ``estimator`` the estimator itself."""
+    ``estimator`` the estimator itself; the joint states numbered in ``spikes`` 1e5 rad off
+    (each a spike the gatherer must drop and count)."""
     joint_t, position, wrench_t, wrench = _signals(mass, seed)
     wrench = edit(wrench.copy())
     kinematics = SensorKinematics(URDF, BUNDLED_SENSOR_FRAME, *([gravity] if gravity else []))
@@ -58,12 +61,13 @@ def _problems(edit: Edit = lambda w: w, lag: float = 0.0, gravity=None,
                     + [(t + lag, 1, k) for k, t in enumerate(wrench_t)])
     for n, (t, kind, k) in enumerate(events):
         if kind == 0:
-            pipeline.add_joint_state(1000.0 + t, names, position[k])
+            pipeline.add_joint_state(1000.0 + t, names, position[k] + 1e5 * (k in spikes))
         else:
             pipeline.add_wrench(1000.0 + t, wrench[k])
         if n % 500 == 499:
             pipeline.process()
     pipeline.finish()
+    assert pipeline.gathering.synchronizer.counters["joint_state_spike"] == len(spikes)
     if estimator:
         return online
     return [p.code for p in online.setup_problems] + (
@@ -110,3 +114,49 @@ def test_the_check_runs_again_when_its_statistics_restart() -> None:
     online.setup.reset()  # what a tare or a new noise std does to it
     online.solve()
     assert online.setup_problems == []  # too few samples since: nothing to say, nothing stale
+
+
+def _lagged_residuals(setup: SetupCheck, lag: float, start: float, samples: int = 5000,
+                      wild: int = 0, seed: int = 0) -> float:
+    """Residuals ``-lag dw/dt`` plus white noise at 1 kHz into ``setup`` from ``start`` (s),
+    the filtered wrench a 2 Hz sinusoid of 10 N / 1 N m, with ``wild`` samples 1e10 off;
+    returns the stamp after the last."""
+    rng = np.random.default_rng(seed)
+    t = start + 1e-3 * np.arange(samples)
+    wrench = np.outer(np.sin(4.0 * np.pi * t), [10.0, -8.0, 6.0, 1.0, -0.8, 0.5])
+    rate = np.outer(4.0 * np.pi * np.cos(4.0 * np.pi * t), [10.0, -8.0, 6.0, 1.0, -0.8, 0.5])
+    residual = -lag * rate + rng.normal(0.0, [0.08] * 3 + [0.004] * 3, (samples, 6))
+    residual[rng.choice(samples, wild, replace=False)] += 1e10
+    for k in range(0, samples, 50):
+        setup.add_residual(t[k:k + 50], residual[k:k + 50], wrench[k:k + 50])
+    return float(t[-1] + 1.0)
+
+
+def test_the_time_offset_is_plausible_robust_to_wild_samples_and_clears_itself() -> None:
+    """Only a bounded lag is named, a few wild samples (a spike of any size) cannot make one,
+    and it goes once the data no longer show it; its figure and evidence are reported."""
+    online = _problems(estimator=True)
+    setup, estimate = online.setup, online.estimate
+    assert setup.evidence()["time_offset_outliers"] == 0
+    t = _lagged_residuals(setup, 0.0, 3000.0, wild=5)
+    assert setup.check(estimate) == []
+    evidence = setup.evidence()
+    # Each wild residual is in two of the rate's midpoints.
+    assert abs(evidence["time_offset_ms"]) < 1.0 and evidence["time_offset_outliers"] == 10
+    t = _lagged_residuals(setup, 0.03, t)
+    (problem,) = setup.check(estimate)
+    assert problem.code == "time_offset" and "lag the joint states' by 30 ms" in problem.message
+    assert setup.evidence()["time_offset_agreement"] == 1.0
+    t = _lagged_residuals(setup, 0.0, t, samples=2600)  # just over half the window
+    assert setup.check(estimate) == []
+    _lagged_residuals(setup, 1.0, t)  # a second: no lag this model can see
+    assert setup.check(estimate) == []
+    assert setup.evidence()["time_offset_outlier_share"] > 0.5
+
+
+def test_joint_state_spikes_raise_no_set_up_error_and_are_counted() -> None:
+    """Five joint states 1e5 rad off (finite, otherwise valid; the fault that raised a 19-day
+    "time offset") are dropped before the filter and counted; the set-up is correct."""
+    online = _problems(spikes=(1000, 1001, 1002, 1003, 1004, 2500), estimator=True)
+    assert online.setup_problems == [] and online.converged
+    assert online.setup.evidence()["time_offset_outliers"] == 0

@@ -7,7 +7,13 @@ from hypothesis import strategies as st
 
 from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.signals import local_polynomial
-from inertial_id.core.synchronizer import FixedLagSynchronizer, SyncedSamples, _median
+from inertial_id.core.synchronizer import (
+    DEFAULT_MAX_JOINT_SPEED,
+    SPIKE_FOLLOW,
+    FixedLagSynchronizer,
+    SyncedSamples,
+    _median,
+)
 
 T0_MS = 100_000  # stamps start at 100 s; stamps are integer milliseconds / 1000, so a joint
 # stamp and the wrench stamp of the same millisecond are the same float.
@@ -377,3 +383,60 @@ def test_a_gap_in_the_wrench_stream_drops_the_windows_across_it():
 @settings(max_examples=200, deadline=None)
 def test_median_is_numpy_median(values: list[float]) -> None:
     assert _median(np.array(values)) == np.median(values)
+
+
+def _spiked_run(spikes: dict[int, float], max_speed: float = 3.0) -> tuple[
+        FixedLagSynchronizer, np.ndarray]:
+    """300 ms of the cubics with the joint states numbered in ``spikes`` moved by that much
+    (rad); the filter's output positions."""
+    sync = FixedLagSynchronizer(2, WINDOW, 3, max_speed=[max_speed, max_speed])
+    out = []
+    for i in range(300):
+        t = wrench_stamp(i)
+        if i % 2 == 0:
+            sync.add_joint_state(t, cubic(JOINT_COEFFS, t)[0] + spikes.get(i // 2, 0.0))
+        sync.add_wrench(t, cubic(WRENCH_COEFFS, t)[0])
+        out.append(sync.pop_ready())
+    return sync, np.concatenate([b.position for b in out])
+
+
+@pytest.mark.parametrize("size", [1e5, -3.0, 1e-3 * 1e6])
+def test_a_joint_state_spike_is_dropped_and_counted_before_the_filter(size: float) -> None:
+    """Five joint states far beyond what a joint moves in 2 ms (URDF limit 3 rad/s) are
+    dropped and counted; the filter's output is what it is without them (the neighbours'
+    fit), not a spike."""
+    clean_sync, clean = _spiked_run({})
+    sync, spiked = _spiked_run({k: size for k in (40, 41, 42, 60, 90)})
+    assert clean_sync.counters["joint_state_spike"] == 0
+    assert sync.counters["joint_state_spike"] == 5
+    assert spiked.shape[0] >= clean.shape[0] - 20
+    assert np.abs(spiked).max() < np.abs(clean).max() + 0.01
+
+
+def test_a_stream_that_moved_is_followed_after_a_run_of_spikes() -> None:
+    """If the joint states themselves moved (the state before was the spike, a re-homed
+    encoder), the synchronizer follows after SPIKE_FOLLOW agreeing ones in a row."""
+    sync, positions = _spiked_run({k: 50.0 for k in range(30, 150)})
+    assert sync.counters["joint_state_spike"] == SPIKE_FOLLOW - 1
+    assert positions[-1, 0] > 40.0  # the new stream
+
+
+def test_a_joint_without_a_speed_limit_gets_the_default() -> None:
+    sync = FixedLagSynchronizer(2, WINDOW, 3, max_speed=[0.0, np.inf])
+    assert np.all(sync.max_speed == DEFAULT_MAX_JOINT_SPEED)
+
+
+def test_the_block_path_drops_spikes_like_the_one_at_a_time_path() -> None:
+    """extend() refuses a block with a spike (the caller then adds one at a time, where the
+    spike is dropped and counted), so both paths give the same output."""
+    sync = FixedLagSynchronizer(2, WINDOW, 3, max_speed=[3.0, 3.0])
+    t = np.array([joint_stamp(j) for j in range(20)])
+    q = cubic(JOINT_COEFFS, t)
+    q[7] += 1e5
+    w_t = np.array([wrench_stamp(i) for i in range(40)])
+    w = cubic(WRENCH_COEFFS, w_t)
+    arrival = np.sort(np.concatenate((t, w_t)))
+    assert not sync.extend(t, q, None, w_t, w, arrival)
+    q[7] -= 1e5
+    assert sync.extend(t, q, None, w_t, w, arrival)
+    assert sync.counters["joint_state_spike"] == 0

@@ -23,5 +23,10 @@ class SolverError(InertialIdError):
     """The estimator could not produce a (physically consistent) estimate."""
 
 
+class ImplausibleValueError(SampleError):
+    """A measurement is finite but beyond any a sensor gives (its squares would overflow the
+    sufficient statistics, e.g. 1e200)."""
+
+
 class DuplicateJointError(SampleError):
     """A joint state lists a model joint twice with different values."""

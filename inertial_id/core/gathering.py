@@ -30,6 +30,9 @@ STAMP_DROPS = tuple(f"{kind}_{reason}" for kind in ("joint_state", "wrench")
                     for reason in (JUMP, OUT_OF_RANGE, "out_of_order"))
 """The synchronizer's counters of messages dropped for their stamps (the time policy's, and
 duplicates or late ones within a stream)."""
+MESSAGE_DROPS = (*STAMP_DROPS, "joint_state_spike")
+"""The synchronizer's counters of messages it dropped: :data:`STAMP_DROPS` and joint states
+farther from the last than the joints can move (spikes)."""
 
 
 class JointStateSample(NamedTuple):
@@ -105,6 +108,8 @@ class Gathering:
         self.synchronizer = FixedLagSynchronizer(
             len(self.joint_names), s.window, s.polyorder, s.use_measured_velocity, s.max_span,
             lag=None if s.lag < 0 else s.lag,
+            max_speed=[model.velocityLimit[model.joints[model.getJointId(n)].idx_v]
+                       for n in self.joint_names],
         )
         if kinematics is not None:
             self.match(kinematics)
@@ -150,7 +155,7 @@ class Gathering:
         if self._extend(messages):
             return Counter()
         counters = self.synchronizer.counters
-        before = {key: counters[key] for key in STAMP_DROPS}
+        before = {key: counters[key] for key in MESSAGE_DROPS}
         dropped: Counter[str] = Counter()
         for message in messages:
             try:
@@ -159,7 +164,7 @@ class Gathering:
                 key = drop_key(message, exc)
                 dropped[key] += 1
                 self.last_error[key] = str(exc)
-        for key in STAMP_DROPS:
+        for key in MESSAGE_DROPS:
             if counters[key] > before[key]:
                 dropped[key] += counters[key] - before[key]
         return dropped

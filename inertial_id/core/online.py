@@ -22,12 +22,18 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.anomaly import ContactInterval, T2Monitor
-from inertial_id.core.errors import InertialIdError, SampleError, SolverError
+from inertial_id.core.errors import (
+    ImplausibleValueError,
+    InertialIdError,
+    SampleError,
+    SolverError,
+)
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.regressor import WRENCH_SIGNS, predicted_wrench
 from inertial_id.core.setup_check import MIN_SAMPLES as SETUP_MIN_SAMPLES
 from inertial_id.core.setup_check import SetupCheck, SetupProblem
+from inertial_id.core.synchronizer import MAX_ABS_VALUE, plausible
 from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE, StampPolicy
 
 CHANGE_OUTLIERS = 0.05
@@ -254,7 +260,10 @@ class OnlineEstimator:
             acceleration_noise: ArrayLike | None = None) -> StepResult:
         """Process a batch of N samples, oldest first: (N,) stamps, (N, 6) arrays, and
         optionally the (N, 6, 6) covariances of the acceleration's noise
-        (:meth:`PayloadIdentifier.add`).
+        (:meth:`PayloadIdentifier.add`). A batch with a NaN or inf raises
+        :class:`SampleError`, one with a finite value beyond
+        :data:`~inertial_id.core.synchronizer.MAX_ABS_VALUE` :class:`ImplausibleValueError`
+        (nothing of it is kept).
 
         ``wrench`` (filtered like the kinematics) enters the estimate; the contact monitor
         tests ``wrench_raw`` (unfiltered, white noise; defaults to ``wrench``). Stamps pass the
@@ -277,6 +286,10 @@ class OnlineEstimator:
         noise = noise.reshape(t.size, 36)
         if not all(np.isfinite(x).all() for x in (v, a, w, raw, noise)):
             raise SampleError("batch contains NaN or inf")
+        if not all(plausible(x) for x in (v, a, w, raw, noise)):
+            # Finite but no measurement (1e200): squared in the statistics they overflow,
+            # and a conic solver given them may panic. Refused here, before anything holds them.
+            raise ImplausibleValueError(f"batch contains values beyond {MAX_ABS_VALUE:g}")
         self.received += t.size
         keep, jump_at = self.policy.filter(t)
         rows = np.hstack((v, a, w, noise))

@@ -16,7 +16,15 @@ names what the data show, one line each, with the fix in words:
   above the configured noise and a good share of the wrench's variance) and no rotation of the
   sensor frame does either: a wrong gravity vector, a wrong URDF or sensor frame;
 - ``time_offset``: the residual of the current estimate follows the wrench's rate of change:
-  the wrench stamps lag (or lead) the joint states' by the estimated offset.
+  the wrench stamps lag (or lead) the joint states' by the estimated offset. Only a plausible
+  lag is named: at most :data:`MAX_PLAUSIBLE_TIME_OFFSET`, from the recent samples alone
+  (the last :data:`TIME_OFFSET_BLOCKS` blocks of :data:`TIME_OFFSET_BLOCK`: it clears itself
+  once the data no longer show it), as the median of the blocks' estimates weighted by their
+  information (a wild block cannot move it), most blocks agreeing on its sign, and each sample
+  a lag could explain (a residual beyond :data:`MAX_PLAUSIBLE_TIME_OFFSET` times the wrench's
+  rate plus :data:`TIME_OFFSET_OUTLIER_NOISE` noise std is no lag: a spike, a contact; it is
+  left out and counted, and more than a few such say the residual has another cause).
+  :meth:`SetupCheck.evidence` gives the figure and its evidence.
 
 Each test needs clear evidence (thresholds below), so a correct set-up with a light payload or
 poor excitation raises none.
@@ -24,6 +32,7 @@ poor excitation raises none.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +62,24 @@ MIN_ROTATION_DEG = 5.0
 MAX_TIME_OFFSET = 0.005
 """s: a larger estimated offset between wrench and joint stamps is reported ..."""
 TIME_OFFSET_SNR = 10.0
-"""... when it is this many times its (white-noise) standard error."""
+"""... when it is this many times its (white-noise) standard error ..."""
+MAX_PLAUSIBLE_TIME_OFFSET = 0.2
+"""... and at most this large (s): the residual is ``-tau dw/dt`` only for a lag well under the
+motion's time scale; a larger fit is no lag but something else (a spike, a contact) ..."""
+TIME_OFFSET_AGREEMENT = 0.75
+"""... and this share of the blocks' information (:data:`TIME_OFFSET_BLOCK`) has its sign ..."""
+TIME_OFFSET_MAX_OUTLIERS = 0.05
+"""... and at most this share of the blocks' samples were outliers (no lag explains them:
+:data:`TIME_OFFSET_OUTLIER_NOISE`; many say the residual has another cause)."""
+TIME_OFFSET_BLOCK = 250
+"""Samples per block of the time-offset statistics ..."""
+TIME_OFFSET_BLOCKS = 20
+"""... of which the latest this many make the estimate (5000 samples: 5 s at 1 kHz) ..."""
+TIME_OFFSET_MIN_BLOCKS = 4
+"""... and at least this many are needed."""
+TIME_OFFSET_OUTLIER_NOISE = 10.0
+"""Noise std (per component) beyond what :data:`MAX_PLAUSIBLE_TIME_OFFSET` explains that make
+a residual sample an outlier of the time-offset statistics."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +111,12 @@ class SetupCheck:
         """Forget everything (a new payload, a reset)."""
         self.force = SufficientStatistics(N_PI + 6)
         self.torque = SufficientStatistics(N_PI + 6)
-        self._lag_num = self._lag_den = 0.0
+        # Time offset: closed blocks' (numerator, denominator) of -tau = sum w r dw / sum
+        # w dw^2 and outliers left out (of TIME_OFFSET_BLOCK samples); the open block's,
+        # with its samples.
+        self._lag_blocks: deque[tuple[float, float, int]] = deque(maxlen=TIME_OFFSET_BLOCKS)
+        self._lag_open: list[float] = [0.0, 0.0, 0, 0]
+        self.lag_outliers = 0
         self._last: tuple[float, NDArray[np.float64]] | None = None
         # Sums over samples of f, a, f f^T, f a^T, a a^T (force, and the linear acceleration
         # the mass sees, sensor frame): the fixed rotation between them (Wahba's problem).
@@ -122,8 +153,9 @@ class SetupCheck:
 
     def add_residual(self, times: NDArray[np.float64], residual: NDArray[np.float64],
                      wrench: NDArray[np.float64]) -> None:
-        """Residuals of the current estimate ((N,) s, (N, 6)) and the measured (filtered)
-        wrench, for the time offset: ``w(t) = w_true(t - tau)`` leaves ``r = -tau dw/dt``."""
+        """Residuals of the current estimate ((N,) s, (N, 6) sensor frame, N and N m) and
+        the measured (filtered) wrench, for the time offset: ``w(t) = w_true(t - tau)`` leaves
+        ``r = -tau dw/dt``."""
         if times.size == 0:
             return
         t, w = times, wrench
@@ -138,15 +170,73 @@ class SetupCheck:
         rate = np.diff(w, axis=0) / dt[:, None]
         middle = 0.5 * (residual[1:] + residual[:-1])
         middle[0] = residual[1] if np.all(residual[0] == 0.0) else middle[0]
-        self._lag_num += float(np.sum(self._weights * middle * rate))
-        self._lag_den += float(np.sum(self._weights * rate * rate))
+        # A sample no plausible lag explains (a spike of any size, a contact) says nothing of
+        # the lag: left out, whatever its size.
+        bound = (MAX_PLAUSIBLE_TIME_OFFSET * np.abs(rate)
+                 + TIME_OFFSET_OUTLIER_NOISE / np.sqrt(self._weights))
+        lag_like = np.all(np.abs(middle) <= bound, axis=1)
+        self.lag_outliers += int(lag_like.size - np.count_nonzero(lag_like))
+        numerators = np.where(lag_like, np.sum(self._weights * middle * rate, axis=1), 0.0)
+        denominators = np.where(lag_like, np.sum(self._weights * rate * rate, axis=1), 0.0)
+        start = 0
+        while start < lag_like.size:
+            chunk = slice(start, start + min(TIME_OFFSET_BLOCK - self._lag_open[2],
+                                             lag_like.size - start))
+            self._lag_open[0] += float(numerators[chunk].sum())
+            self._lag_open[1] += float(denominators[chunk].sum())
+            self._lag_open[2] += chunk.stop - chunk.start
+            self._lag_open[3] += int(np.count_nonzero(~lag_like[chunk]))
+            start = chunk.stop
+            if self._lag_open[2] == TIME_OFFSET_BLOCK:
+                self._lag_blocks.append((self._lag_open[0], self._lag_open[1],
+                                         self._lag_open[3]))
+                self._lag_open = [0.0, 0.0, 0, 0]
+
+    def _lag_estimates(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The latest blocks' offsets (s) and their information (1/s^2 weighted)."""
+        blocks = [(-num / den, den) for num, den, _ in self._lag_blocks
+                  if den > 0.0 and np.isfinite(num / den)]
+        if not blocks:
+            return np.zeros(0), np.zeros(0)
+        taus, information = np.array(blocks).T
+        return taus, information
 
     def time_offset(self) -> tuple[float, float]:
-        """The estimated offset (s; positive: the wrench stamps are late) and its SNR."""
-        if self._lag_den <= 0.0:
+        """The estimated offset (s; positive: the wrench stamps are late) and its SNR, from
+        the latest blocks (0, 0 while fewer than :data:`TIME_OFFSET_MIN_BLOCKS`): the
+        information-weighted median of the blocks' offsets, and its size over its
+        white-noise standard error with all their information."""
+        taus, information = self._lag_estimates()
+        if taus.size < TIME_OFFSET_MIN_BLOCKS:
             return 0.0, 0.0
-        tau = -self._lag_num / self._lag_den
-        return tau, abs(tau) * np.sqrt(self._lag_den)
+        order = np.argsort(taus)
+        cumulative = np.cumsum(information[order])
+        tau = float(taus[order][np.searchsorted(cumulative, 0.5 * cumulative[-1])])
+        return tau, abs(tau) * float(np.sqrt(cumulative[-1]))
+
+    def _time_offset_agreement(self, tau: float) -> float:
+        """Share of the latest blocks' information whose offset has the sign of ``tau``."""
+        taus, information = self._lag_estimates()
+        total = float(information.sum())
+        return float(information[taus * tau > 0.0].sum()) / total if total > 0.0 else 0.0
+
+    def _time_offset_outlier_share(self) -> float:
+        """Share of the latest blocks' samples left out as outliers."""
+        outliers = sum(block[2] for block in self._lag_blocks)
+        return outliers / max(len(self._lag_blocks) * TIME_OFFSET_BLOCK, 1)
+
+    def evidence(self) -> dict[str, float]:
+        """The time-offset figure and its evidence, for the diagnostics: ``time_offset_ms``
+        (positive: the wrench stamps are late), ``time_offset_snr``, ``time_offset_agreement``
+        (share of the blocks' information with its sign), ``time_offset_blocks`` and
+        ``time_offset_outliers`` (samples no plausible lag explains, left out; in all) and
+        ``time_offset_outlier_share`` (of the latest blocks')."""
+        tau, snr = self.time_offset()
+        return {"time_offset_ms": 1e3 * tau, "time_offset_snr": snr,
+                "time_offset_agreement": self._time_offset_agreement(tau),
+                "time_offset_blocks": len(self._lag_blocks),
+                "time_offset_outliers": self.lag_outliers,
+                "time_offset_outlier_share": self._time_offset_outlier_share()}
 
     def check(self, estimate: Estimate | None = None) -> list[SetupProblem]:
         """What the data show so far (empty: nothing wrong, or too little data)."""
@@ -182,12 +272,17 @@ class SetupCheck:
                 "sensor_frame"))
         tau, snr = self.time_offset()
         # The residual of an estimate that is wrong for another reason follows anything.
-        if (not problems and estimate is not None and abs(tau) > MAX_TIME_OFFSET
-                and snr > TIME_OFFSET_SNR):
+        if (not problems and estimate is not None
+                and MAX_TIME_OFFSET < abs(tau) <= MAX_PLAUSIBLE_TIME_OFFSET
+                and snr > TIME_OFFSET_SNR
+                and self._time_offset_agreement(tau) >= TIME_OFFSET_AGREEMENT
+                and self._time_offset_outlier_share() <= TIME_OFFSET_MAX_OUTLIERS):
             late = "lag" if tau > 0 else "lead"
             problems.append(SetupProblem(
                 "time_offset", f"time offset: the wrench stamps {late} the joint states' by "
-                f"{1e3 * abs(tau):.0f} ms: stamp both with the same clock at measurement time"))
+                f"{1e3 * abs(tau):.0f} ms (SNR {snr:.0f}, over the last "
+                f"{len(self._lag_blocks) * TIME_OFFSET_BLOCK} samples): stamp both with the "
+                "same clock at measurement time"))
         return problems
 
     def _sensor_rotation(self) -> SetupProblem | None:

@@ -58,12 +58,26 @@ JacobianFunction = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 """(N, n) joint positions -> (N, 6, n) sensor-frame Jacobians, rows ``[linear; angular]``."""
 
 MAX_ABS_VALUE = 1e6
-"""Larger joint positions (rad, m) or wrench components (N, N m) are no measurements."""
+"""Larger joint positions (rad, m), wrench components (N, N m), velocities or accelerations
+(m/s, rad/s, m/s^2, rad/s^2) are no measurements; their squares would also overflow the
+statistics downstream."""
 
 
-def _plausible(values: NDArray[np.float64]) -> bool:
+SPIKE_SPEED_MARGIN = 10.0
+"""A joint state is a spike when a joint moved more than this many times its speed limit times
+the time since the last joint state ..."""
+SPIKE_SLACK = 0.1
+"""... plus this much (rad or m: encoder noise, stamp jitter) ..."""
+DEFAULT_MAX_JOINT_SPEED = 10.0
+"""... the speed limit (rad/s or m/s) of a joint whose URDF gives none ..."""
+SPIKE_FOLLOW = 25
+"""... unless this many joint states in a row are spikes that agree with each other: then the
+stream itself moved (or the state before them was the spike) and the buffers restart."""
+
+
+def plausible(values: NDArray[np.float64]) -> bool:
     """All entries finite and within ``MAX_ABS_VALUE`` (NaN compares false); cheap per sample."""
-    return bool(np.abs(values).max() <= MAX_ABS_VALUE)
+    return bool(values.size == 0 or np.abs(values).max() <= MAX_ABS_VALUE)
 
 
 def _median(values: NDArray[np.float64]) -> float:
@@ -204,7 +218,11 @@ class FixedLagSynchronizer:
     rejects windows that straddle a gap in the joint states or in the wrenches. Both streams
     share one :class:`~inertial_id.core.timepolicy.StampPolicy` (``policy``): stamps out of
     range or jumping away from the stream are dropped, and a jump it follows (a bag played
-    again) clears the buffers; other out-of-order or duplicate stamps are dropped.
+    again) clears the buffers; other out-of-order or duplicate stamps are dropped. A joint
+    state farther from the last one than any joint can move in between (``max_speed``, rad/s
+    or m/s per joint, e.g. the URDF's velocity limits; :data:`DEFAULT_MAX_JOINT_SPEED` where
+    absent; None: no such check) is a spike, dropped before the filter
+    (:meth:`add_joint_state`).
     ``counters`` records what was dropped, why. Samples come one at a time
     (:meth:`add_joint_state`, :meth:`add_wrench`) or in blocks (:meth:`extend`), with the
     same result.
@@ -222,6 +240,7 @@ class FixedLagSynchronizer:
         policy: StampPolicy | None = None,
         kinematics: SensorFunction | None = None,
         jacobians: JacobianFunction | None = None,
+        max_speed: ArrayLike | None = None,
     ) -> None:
         if window % 2 == 0 or window <= order or order < 2:
             raise InertialIdError(
@@ -240,6 +259,13 @@ class FixedLagSynchronizer:
         self.counters: Counter[str] = Counter()
         self.policy = policy or StampPolicy()
         self.policy.counters = self.counters
+        self.max_speed = None
+        if max_speed is not None:
+            speed = np.asarray(max_speed, dtype=float)
+            self.max_speed = np.where(np.isfinite(speed) & (speed > 0.0), speed,
+                                      DEFAULT_MAX_JOINT_SPEED)
+        self._spikes: tuple[float, NDArray[np.float64], int] | None = None  # the last one,
+        # and how many agreeing ones in a row
         self._joint_t = _Rows()
         self._joint_q = _Rows((n_joints,))
         self._joint_v = _Rows((n_joints,))
@@ -289,7 +315,7 @@ class FixedLagSynchronizer:
     def _joint_values(self, position: ArrayLike, velocity: ArrayLike | None
                       ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
         q = np.asarray(position, dtype=float)
-        if q.shape != (self.n_joints,) or not _plausible(q):
+        if q.shape != (self.n_joints,) or not plausible(q):
             raise SampleError(f"expected {self.n_joints} finite, plausible joint positions, "
                               f"got {q}")
         if not self.use_measured_velocity:
@@ -297,7 +323,7 @@ class FixedLagSynchronizer:
         if velocity is None:
             raise SampleError("use_measured_velocity is set but the state has no velocity")
         v = np.asarray(velocity, dtype=float)
-        if v.shape != q.shape or not _plausible(v):
+        if v.shape != q.shape or not plausible(v):
             raise SampleError(f"expected {self.n_joints} finite joint velocities, got {v}")
         return q, v
 
@@ -308,16 +334,48 @@ class FixedLagSynchronizer:
         q, v = self._joint_values(position, velocity)
         if not self._accept_stamp(self._joint_t, t, "joint_state"):
             return False
+        if self._spike(float(t), q):
+            return False
         self._joint_t.append(float(t))
         self._joint_q.append(q)
         if v is not None:
             self._joint_v.append(v)
         return True
 
+    def _too_far(self, dt: NDArray[np.float64] | float,
+                 step: NDArray[np.float64]) -> NDArray[np.bool_]:
+        """Whether a change of the joints' positions ``step`` ((..., n) rad or m) in ``dt``
+        (s) is farther than any joint moves (:data:`SPIKE_SPEED_MARGIN`); per row."""
+        if self.max_speed is None:
+            return np.zeros(np.shape(step)[:-1], dtype=bool)
+        allowed = SPIKE_SPEED_MARGIN * self.max_speed * np.asarray(dt)[..., None] + SPIKE_SLACK
+        return np.any(np.abs(step) > allowed, axis=-1)
+
+    def _spike(self, t: float, q: NDArray[np.float64]) -> bool:
+        """Drop and count (``joint_state_spike``) a joint state farther from the last one
+        than any joint moves in the time between (before the filter sees it); a run of
+        :data:`SPIKE_FOLLOW` agreeing ones restarts the buffers from the newest."""
+        if self._joint_t.size == 0 or not self._too_far(t - self._joint_t.last(),
+                                                          q - self._joint_q.view()[-1]):
+            self._spikes = None
+            return False
+        run = 1
+        if self._spikes is not None:
+            last_t, last_q, count = self._spikes
+            if t > last_t and not self._too_far(t - last_t, q - last_q):
+                run = count + 1
+        if run >= SPIKE_FOLLOW:
+            self.reset()
+            self._spikes = None
+            return False
+        self._spikes = (t, q, run)
+        self.counters["joint_state_spike"] += 1
+        return True
+
     def add_wrench(self, t: float, wrench: ArrayLike) -> bool:
         """Buffer one wrench ``[fx, fy, fz, tx, ty, tz]``. Returns False when dropped."""
         w = np.asarray(wrench, dtype=float)
-        if w.shape != (6,) or not _plausible(w):
+        if w.shape != (6,) or not plausible(w):
             raise SampleError(f"wrench must be 6 finite values under {MAX_ABS_VALUE:g}, got {w}")
         if not self._accept_stamp(self._wrench_t, t, "wrench"):
             return False
@@ -351,8 +409,14 @@ class FixedLagSynchronizer:
             if velocity is None or velocity.shape != position.shape:
                 return False
             blocks.append(velocity)
-        if not all(b.size == 0 or _plausible(b) for b in blocks):
+        if not all(b.size == 0 or plausible(b) for b in blocks):
             return False
+        steps_t, steps_q = joint_t, position
+        if joint_t.size and self._joint_t.size:
+            steps_t = np.concatenate(([self._joint_t.last()], joint_t))
+            steps_q = np.vstack((self._joint_q.view()[-1], position))
+        if np.any(self._too_far(np.diff(steps_t), np.diff(steps_q, axis=0))):
+            return False  # a spike: one at a time, where it is dropped and counted
         if not self.policy.accept_all(arrival):  # last: it commits when it accepts
             return False
         self._joint_t.extend(joint_t)

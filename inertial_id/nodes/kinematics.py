@@ -3,15 +3,17 @@
 Subscribes ``joint_samples`` (inertial_id/JointSamples from the gatherer); publishes
 ``sensor_samples`` (inertial_id/SensorSamples): for each sample the sensor frame's body twist
 and proper acceleration (spatial acceleration minus gravity, sensor frame) computed with
-pinocchio from the URDF, and the measured wrench, unchanged. A batch from the gatherer's
-matched filter carries the (smoothed) twist and proper acceleration already: they are passed
-on. Both batches travel serialised (:mod:`inertial_id.cdr`): rclpy's conversion of their
-arrays cost more than the kinematics.
+pinocchio from the URDF, and the measured wrench, unchanged. A batch with a NaN, an inf or a
+value beyond any measurement (1e200) is dropped and counted (``dropped_implausible``). A
+batch from the gatherer's matched filter carries the (smoothed) twist and proper acceleration
+already: they are passed on. Both batches travel serialised (:mod:`inertial_id.cdr`): rclpy's
+conversion of their arrays cost more than the kinematics.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -20,6 +22,7 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from inertial_id.cdr import CdrDecoder, CdrEncoder
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.kinematics import JointMapper, SensorKinematics
+from inertial_id.core.synchronizer import MAX_ABS_VALUE, plausible
 from inertial_id.core.timepolicy import OUT_OF_RANGE, in_range
 from inertial_id.msg import JointSamples, SensorSamples
 from inertial_id.nodes.common import (
@@ -118,6 +121,11 @@ class Kinematics(PipelineNode):
             batch = batch.select(keep)
             if not len(batch):
                 return
+        values = [getattr(batch, f.name) for f in fields(batch)]
+        if not all(plausible(x) for x in values if x is not None):
+            self._drop("implausible", len(batch), "NaN, inf or values beyond "
+                       f"{MAX_ABS_VALUE:g}: no measurement")
+            return
         try:
             if batch.twist is not None and batch.proper_acceleration is not None:
                 # The gatherer's matched filter computed and smoothed them already.

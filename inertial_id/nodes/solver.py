@@ -39,7 +39,7 @@ from visualization_msgs.msg import MarkerArray
 from inertial_id import calibration
 from inertial_id.cdr import CdrDecoder
 from inertial_id.core import sdp
-from inertial_id.core.errors import InertialIdError
+from inertial_id.core.errors import ImplausibleValueError, InertialIdError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.online import OnlineEstimator, Verdicts
 from inertial_id.core.parameters import vector_from_symmetric
@@ -121,7 +121,7 @@ class Solver(PipelineNode):
         self.frame_id = self.initial_frame  # a saved payload is published before data
         self.last_stamp: float | None = None  # s, stamp of the newest sample used
         self.status = (DiagnosticStatus.WARN, "waiting for samples")
-        self.samples_received = self.undecodable = self.invalid = 0
+        self.samples_received = self.undecodable = self.invalid = self.implausible = 0
         self.upstream = UpstreamLoss()
         self.latencies = RecentValues(LATENCY_WINDOW)
         self._logged_setup_error = ""
@@ -210,6 +210,10 @@ class Solver(PipelineNode):
         self.upstream.update(before, samples["times"].size)
         try:
             step = self.online.add(**samples)
+        except ImplausibleValueError as exc:
+            self.implausible += samples["times"].size
+            self.get_logger().warning(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
+            return
         except InertialIdError as exc:
             self.invalid += samples["times"].size
             self.get_logger().warning(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
@@ -257,8 +261,11 @@ class Solver(PipelineNode):
         except InertialIdError as exc:
             self.status = (DiagnosticStatus.ERROR, f"solve failed, keeping last: {exc}")
             self.get_logger().warning(self.status[1], throttle_duration_sec=5.0)
-        except Exception as exc:  # noqa: BLE001 - a numerical failure the core did not
-            # foresee must not end the node: it keeps the last estimate and says so
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a failure the core did not foresee
+            # (a solver library's panic derives from BaseException) must not end or stall the
+            # node: it keeps the last estimate and says so
             self.status = (DiagnosticStatus.ERROR, f"solve failed unexpectedly, keeping last: "
                                                    f"{type(exc).__name__}: {exc}")
             self.get_logger().error(self.status[1], throttle_duration_sec=5.0)
@@ -315,6 +322,7 @@ class Solver(PipelineNode):
             "samples_held": ledger["held"], "messages_undecodable": self.undecodable,
             "samples_lost_upstream": self.upstream.lost,
             "samples_missed_at_start": self.upstream.missed, "dropped_invalid": self.invalid,
+            "dropped_implausible": self.implausible,
             **{k: v for k, v in ledger.items() if k.startswith("dropped_")},
             "contacts": len(online.contacts), "in_contact": online.in_contact,
             "payload_changes": len(online.payload_changes),
