@@ -84,6 +84,9 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
                         help="the nodes' parameter file (e.g. config/inertial_id.yaml)")
     replay.add_argument("--urdf", help="URDF file (overrides the parameter file and the bag)")
     replay.add_argument("--sensor-frame", help="URDF frame of the F/T sensor")
+    replay.add_argument("--output-frame", metavar="FRAME",
+                        help="URDF frame rigidly attached to the sensor (e.g. tool0) that "
+                             "--output gives the estimate in (default: the sensor frame)")
     replay.add_argument("--joint-states-topic", help="sensor_msgs/JointState topic")
     replay.add_argument("--wrench-topic", help="geometry_msgs/WrenchStamped topic")
     replay.add_argument("--wrench-sign", choices=sorted(WRENCH_SIGNS),
@@ -199,6 +202,7 @@ def _replay(args: argparse.Namespace) -> int:
     try:
         result = replay(ReplayOptions(
             bag=args.bag, params=args.params, urdf=args.urdf, sensor_frame=args.sensor_frame,
+            output_frame=args.output_frame,
             joint_states_topic=args.joint_states_topic, wrench_topic=args.wrench_topic,
             wrench_sign=args.wrench_sign, progress=not args.no_progress,
             max_dropped=args.max_dropped, stop=stopping.requested,

@@ -205,6 +205,10 @@ SOLVER_PARAMS = LINKS_PARAMS + (
     Param("calibration_file", "", "where ~/save writes the estimate (YAML, replay --output "
           "layout) and a URDF <inertial> beside it; empty: $ROS_HOME/inertial_id/<node>.yaml",
           live=True),
+    Param("output_frame", "", "URDF frame rigidly attached to the sensor (tool0, a tool "
+          "centre point) that ~/parameters, ~/inertia, ~/markers and ~/save give the payload "
+          "in (pi, CoM, inertia about the CoM, std, offset); empty: the sensor frame; needs "
+          "the URDF (urdf_path, robot_description)"),
     Param("initial_payload_file", "", "a saved calibration or replay output to start from: "
           "published until the data give an estimate, and the estimate's prior"),
     Param("initial_payload_weight", 1e-4, "weight of that prior relative to the diagonal of "

@@ -163,3 +163,18 @@ def test_unusable_frames_are_named(replayed, capsys) -> None:
     assert main(["export", str(path), "--to", "franka", "--urdf", bundled_urdf_path(),
                  "--frame", "forearm_link"]) == 3
     assert "not rigidly attached" in capsys.readouterr().err
+
+
+def test_replay_output_frame(replayed, truth_in_tool0, capsys, tmp_path) -> None:
+    """``replay --output-frame tool0`` writes the estimate about tool0; flange targets then
+    need no URDF and get the same request."""
+    path, _ = replayed
+    output = tmp_path / "tool0.yaml"
+    assert main(["replay", str(path.parent / "bag"), "--output", str(output),
+                 "--output-frame", "tool0", "--no-progress"]) == 0
+    section = yaml.safe_load(output.read_text())["estimate"]
+    assert section["frame"] == "tool0"
+    np.testing.assert_allclose(section["com"], truth_in_tool0.com, atol=1e-3)
+    capsys.readouterr()
+    assert main(["export", str(output), "--to", "ur"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out) == _export(path, "ur", capsys)

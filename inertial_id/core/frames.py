@@ -88,3 +88,28 @@ def express_in_frame(estimate: Estimate, sensor_M_frame: pin.SE3) -> Estimate:
         offset=wrench_map @ estimate.offset,
         covariance=derived_covariance(block_diag(pi_map, wrench_map), estimate.covariance),
     )
+
+
+class OutputFrame:
+    """Expresses estimates made in a sensor frame in one ``frame`` of a URDF model (empty: the
+    sensor frame itself); the placement is read once per sensor frame."""
+
+    def __init__(self, model: pin.Model | None, frame: str) -> None:
+        self.model = model
+        self.frame = frame
+        self._placements: dict[str, pin.SE3] = {}
+
+    def express(self, estimate: Estimate, sensor_frame: str) -> tuple[Estimate, str]:
+        """``estimate`` (about ``sensor_frame``) in the output frame, and that frame's name.
+
+        :class:`ModelError` when there is no model, or the frames are missing or not rigidly
+        attached (:func:`frame_placement`).
+        """
+        if not self.frame or self.frame == sensor_frame:
+            return estimate, sensor_frame
+        if sensor_frame not in self._placements:
+            if self.model is None:
+                raise ModelError(f"output frame {self.frame!r} needs the URDF")
+            self._placements[sensor_frame] = frame_placement(self.model, sensor_frame,
+                                                             self.frame)
+        return express_in_frame(estimate, self._placements[sensor_frame]), self.frame
