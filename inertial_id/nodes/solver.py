@@ -41,6 +41,8 @@ from inertial_id.cdr import CdrDecoder
 from inertial_id.core import sdp
 from inertial_id.core.errors import ImplausibleValueError, InertialIdError
 from inertial_id.core.estimators import Estimate
+from inertial_id.core.frames import OutputFrame
+from inertial_id.core.kinematics import load_urdf_model, require_frame
 from inertial_id.core.online import OnlineEstimator, Verdicts
 from inertial_id.core.parameters import vector_from_symmetric
 from inertial_id.core.timepolicy import RESETS
@@ -50,6 +52,7 @@ from inertial_id.nodes.common import (
     Number,
     PipelineNode,
     RecentValues,
+    RobotDescription,
     UpstreamLoss,
     pipeline_qos,
     run,
@@ -111,6 +114,9 @@ class Solver(PipelineNode):
         self.initial, self.initial_frame = initial_payload(values)
         self.online = online_estimator(values, self.initial)
         self.calibration_file = self._calibration_path(values["calibration_file"])
+        self.output = OutputFrame(None, values["output_frame"])
+        if self.output.frame:
+            self._description = RobotDescription(self, values, self._urdf_ready)
         if self.initial is not None:
             self.get_logger().info(
                 f"starting from the saved payload in {values['initial_payload_file']}: "
@@ -174,9 +180,28 @@ class Solver(PipelineNode):
         if estimate is None:
             raise InertialIdError("no estimate yet")
         verdicts = self.online.verdicts
-        snippet = calibration.save(self.calibration_file, estimate, self.frame_id, {
+        estimate, frame = self.output.express(estimate, self.frame_id)
+        snippet = calibration.save(self.calibration_file, estimate, frame, {
             "mass": verdicts.mass, "com": verdicts.com, "inertia": verdicts.inertia})
         return f"wrote {self.calibration_file} and {snippet}"
+
+    def _urdf_ready(self, urdf: str) -> None:
+        """The URDF for ``output_frame``, which must be in it (:class:`ModelError`)."""
+        model = load_urdf_model(urdf)
+        require_frame(model, self.output.frame, "output_frame")
+        self.output = OutputFrame(model, self.output.frame)
+
+    def _in_output_frame(self, estimate: Estimate | None) -> tuple[Estimate | None, str]:
+        """The estimate in ``output_frame`` and its frame; None (and a WARN status) while it
+        cannot be: no URDF yet, or a frame that is not rigidly attached to the sensor's."""
+        if estimate is None:
+            return None, self.frame_id
+        try:
+            return self.output.express(estimate, self.frame_id)
+        except InertialIdError as exc:
+            self.status = (DiagnosticStatus.WARN, f"estimate withheld: {exc}")
+            self.get_logger().warning(self.status[1], throttle_duration_sec=5.0)
+            return None, self.frame_id
 
     def _freeze(self) -> None:
         self.online.frozen = True
@@ -272,7 +297,8 @@ class Solver(PipelineNode):
         estimate = self.online.estimate
         stamp = (self.get_clock().now().to_msg() if self.last_stamp is None
                  else to_stamp(self.last_stamp))  # data stamp; now for a saved payload
-        header = Header(stamp=stamp, frame_id=self.frame_id)
+        estimate, frame = self._in_output_frame(estimate)
+        header = Header(stamp=stamp, frame_id=frame)
         if estimate is None and self._markers_drawn:  # reset, or a new payload
             self.markers_pub.publish(clear_markers(header))
             self._markers_drawn = False
