@@ -11,7 +11,7 @@ from rclpy.node import Node
 from std_msgs.msg import Header
 
 from inertial_id.msg import ContactAnomaly
-from inertial_id.nodes.common import to_stamp
+from inertial_id.nodes.common import FiniteGuard, to_stamp
 from inertial_id.nodes.conversions import array_to_wrench
 
 
@@ -22,6 +22,7 @@ class ContactPublisher:
         self.decimation = max(1, int(decimation))
         self._since = 0
         self._was_in_contact = False
+        self.guard = FiniteGuard()  # a non-finite T^2 or residual is withheld and counted
         self.contact_pub = node.create_publisher(ContactAnomaly, "~/contact", 100)
         self.external_pub = node.create_publisher(WrenchStamped, "~/external_wrench", 100)
 
@@ -41,8 +42,8 @@ class ContactPublisher:
         for k in sorted(due):
             header = Header(stamp=to_stamp(float(times[k])), frame_id=frame_id)
             residual = array_to_wrench(wrench[k])
-            self.contact_pub.publish(ContactAnomaly(
+            self.guard.publish(self.contact_pub, ContactAnomaly(
                 header=header, monitor_trained=trained, t2=float(t2[k]),
                 threshold=float(threshold) if trained else 0.0, confidence=confidence,
                 contact=bool(contact[k]), residual=residual))
-            self.external_pub.publish(WrenchStamped(header=header, wrench=residual))
+            self.guard.publish(self.external_pub, WrenchStamped(header=header, wrench=residual))

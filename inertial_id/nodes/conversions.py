@@ -145,19 +145,30 @@ def body_to_msg(body: BodyParameters, header: Header) -> InertialParameters:
     return msg
 
 
+UNKNOWN = -1.0
+"""A std or condition number that is not known (a saved payload's, a direction the data do not
+determine: inf or NaN in the estimate) as published: no message field is ever non-finite."""
+
+
+def _known(values: NDArray[np.float64]) -> list[float]:
+    """``values`` with every non-finite entry :data:`UNKNOWN`."""
+    return np.where(np.isfinite(values), values, UNKNOWN).tolist()
+
+
 def estimate_to_msg(estimate: Estimate, header: Header, verdicts: Verdicts,
                     setup_error: str = "") -> InertialParameters:
     """An :class:`InertialParameters` message of an estimate, its std and verdicts; with a
-    ``setup_error`` nothing is marked converged."""
+    ``setup_error`` nothing is marked converged. A std or the condition number that is not
+    known is :data:`UNKNOWN`."""
     msg = body_to_msg(estimate.body, header)
-    msg.std = estimate.std.tolist()
-    msg.com_std = estimate.com_std.tolist()
-    msg.inertia_com_std = estimate.inertia_com_std.tolist()
+    msg.std = _known(estimate.std)
+    msg.com_std = _known(estimate.com_std)
+    msg.inertia_com_std = _known(estimate.inertia_com_std)
     msg.wrench_offset = estimate.offset.tolist()
-    msg.wrench_offset_std = estimate.offset_std.tolist()
+    msg.wrench_offset_std = _known(estimate.offset_std)
     msg.covariance_type = estimate.covariance_type
     msg.samples_used = int(round(estimate.samples))
-    msg.condition_number = float(estimate.condition_number)
+    msg.condition_number = _known(np.array([estimate.condition_number]))[0]
     msg.method = estimate.method
     ok = not setup_error
     msg.converged = ok and verdicts.payload

@@ -13,7 +13,9 @@ signal) every ``contact_decimation`` samples and at every
 contact change; a status on ``/diagnostics``. Services (std_srvs/Trigger): ``~/reset``,
 ``~/tare`` (re-estimate the F/T offset with the payload known), ``~/freeze``, ``~/resume``,
 ``~/save`` (the estimate to ``calibration_file``; ``initial_payload_file`` starts from one).
-A failed solve keeps the last good estimate; nothing physically inconsistent is published.
+A failed solve keeps the last good estimate; nothing physically inconsistent is published, and
+no message with a NaN or inf (withheld and counted: ``messages_withheld_not_finite``). The
+set-up check's time-offset figure and evidence are on ``/diagnostics`` (``setup_time_offset_*``).
 The dedicated SDP solver (:mod:`inertial_id.core.sdp`) is compiled or loaded in the background
 at start; cvxpy solves until it is ready.
 With ``mode: links`` it identifies the robot's links from joint torques instead
@@ -300,17 +302,18 @@ class Solver(PipelineNode):
         estimate, frame = self._in_output_frame(estimate)
         header = Header(stamp=stamp, frame_id=frame)
         if estimate is None and self._markers_drawn:  # reset, or a new payload
-            self.markers_pub.publish(clear_markers(header))
+            self.contacts.guard.publish(self.markers_pub, clear_markers(header))
             self._markers_drawn = False
         if estimate is None or not estimate.physically_consistent:
             return
-        self.parameters_pub.publish(estimate_to_msg(estimate, header, self.online.verdicts,
-                                                    self.online.setup_error))
-        self.inertia_pub.publish(body_to_inertia_stamped(estimate.body, header))
+        guard = self.contacts.guard  # one count of what was withheld, on every topic
+        guard.publish(self.parameters_pub, estimate_to_msg(estimate, header, self.online.verdicts,
+                                                           self.online.setup_error))
+        guard.publish(self.inertia_pub, body_to_inertia_stamped(estimate.body, header))
         if now - self.last_markers >= MARKER_PERIOD:
             self.last_markers = now
             shown = self.online.converged and not self.online.in_contact
-            self.markers_pub.publish(estimate_to_markers(estimate, header, shown))
+            guard.publish(self.markers_pub, estimate_to_markers(estimate, header, shown))
             self._markers_drawn = True
 
     def _status(self) -> tuple[bytes, str]:
@@ -349,6 +352,8 @@ class Solver(PipelineNode):
             "samples_lost_upstream": self.upstream.lost,
             "samples_missed_at_start": self.upstream.missed, "dropped_invalid": self.invalid,
             "dropped_implausible": self.implausible,
+            "messages_withheld_not_finite": sum(self.contacts.guard.withheld.values()),
+            **{f"setup_{k}": v for k, v in online.setup.evidence().items()},
             **{k: v for k, v in ledger.items() if k.startswith("dropped_")},
             "contacts": len(online.contacts), "in_contact": online.in_contact,
             "payload_changes": len(online.payload_changes),
