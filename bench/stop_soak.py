@@ -10,7 +10,12 @@ is clean when the process exits with status 0 within 15 s and prints no tracebac
 interpreter start-up and the ROS wheels' re-exec, where no code of the package runs yet) is
 held back until it has, and counted as ``deferred``.
 
+``--ctrl-c`` runs only the fifth scenario, Ctrl-C on ``ros2 launch``: mid-stream, SIGINT to
+every node at once (the terminal's, to the process group), then to each node again within
+10 ms (launch's own).
+
     python bench/stop_soak.py --rounds 50          # the numbers in the README
+    python bench/stop_soak.py --rounds 50 --ctrl-c
     python bench/stop_soak.py --rounds 4 --json out.json
 """
 
@@ -30,6 +35,9 @@ from pathlib import Path
 
 BIN = Path(sys.executable).parent
 SCENARIOS = ("startup", "streaming", "after_stream", "links")
+CTRL_C = "ctrl_c"
+LAUNCH_SIGNAL_WITHIN = 0.010
+"""s after the process group's SIGINT within which launch's own reaches each node."""
 NODES = ("simulator", "gatherer", "kinematics", "solver")
 BAD_OUTPUT = ("Traceback", "terminate called", "Aborted", "[FATAL]", "error_already_set",
               "Segmentation fault")
@@ -86,6 +94,8 @@ def _stop_times(scenario: str, rng: random.Random) -> dict[str, float]:
     """Seconds after the start at which each node gets its signal."""
     if scenario == "startup":
         return {n: rng.uniform(0.0, 1.5) for n in NODES}
+    if scenario == CTRL_C:
+        return dict.fromkeys(NODES, rng.uniform(2.0, 6.0))
     if scenario == "after_stream":
         end = rng.uniform(3.0, 5.0)
         return {n: end if n == "simulator" else end + rng.uniform(0.0, 3.0) for n in NODES}
@@ -96,7 +106,8 @@ def one_round(scenario: str, rng: random.Random, env: dict[str, str],
               outcome: Outcome) -> None:
     """Start the four nodes, stop each at its moment, check how each ended."""
     times = _stop_times(scenario, rng)
-    signals = {n: rng.choice((signal.SIGINT, signal.SIGTERM)) for n in NODES}
+    signals = {n: signal.SIGINT if scenario == CTRL_C
+               else rng.choice((signal.SIGINT, signal.SIGTERM)) for n in NODES}
     start = time.monotonic()
     processes = {n: subprocess.Popen(_args(n, scenario), env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True) for n in NODES}
@@ -110,6 +121,12 @@ def one_round(scenario: str, rng: random.Random, env: dict[str, str],
             while not handler_installed(processes[node].pid) and time.monotonic() < deadline:
                 time.sleep(0.005)
         processes[node].send_signal(signals[node])
+    if scenario == CTRL_C:
+        sent = time.monotonic()
+        again = {n: rng.uniform(0.0, LAUNCH_SIGNAL_WITHIN) for n in NODES}
+        for node in sorted(NODES, key=again.__getitem__):
+            time.sleep(max(0.0, sent + again[node] - time.monotonic()))
+            processes[node].send_signal(signal.SIGINT)
     for node, process in processes.items():
         try:
             output, _ = process.communicate(timeout=STOP_TIMEOUT)
@@ -129,14 +146,15 @@ def one_round(scenario: str, rng: random.Random, env: dict[str, str],
                 "at_s": round(times[node], 3), "problem": problem, "output": output[-2000:]})
 
 
-def run(rounds: int, seed: int = 0, env: dict[str, str] | None = None) -> Outcome:
-    """``rounds`` rounds, the scenarios in turn."""
+def run(rounds: int, seed: int = 0, env: dict[str, str] | None = None,
+        scenarios: tuple[str, ...] = SCENARIOS) -> Outcome:
+    """``rounds`` rounds, ``scenarios`` in turn."""
     rng = random.Random(seed)
     env = dict(env or os.environ)
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     outcome = Outcome()
     for k in range(rounds):
-        one_round(SCENARIOS[k % len(SCENARIOS)], rng, env, outcome)
+        one_round(scenarios[k % len(scenarios)], rng, env, outcome)
     return outcome
 
 
@@ -145,9 +163,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--ctrl-c", action="store_true",
+                        help="only Ctrl-C on ros2 launch: SIGINT to all, again within 10 ms")
     args = parser.parse_args()
     start = time.monotonic()
-    outcome = run(args.rounds, args.seed)
+    outcome = run(args.rounds, args.seed, scenarios=(CTRL_C,) if args.ctrl_c else SCENARIOS)
     print(f"{args.rounds} rounds in {time.monotonic() - start:.0f} s; stops per node "
           f"{dict(outcome.stops)}; per scenario {dict(outcome.by_scenario)}")
     print(f"unclean stops: {len(outcome.unclean)}; signals deferred until the handler was "

@@ -8,6 +8,7 @@ mid-stream, after the stream ended, links mode; the README gives a 50-round run)
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -34,6 +35,35 @@ def test_every_node_stops_cleanly_at_random_moments(ros_env: dict[str, str]) -> 
     assert not outcome.unclean, "\n\n".join(
         f"{u['node']} ({u['scenario']}, {u['signal']} at {u['at_s']} s): {u['problem']}\n"
         f"{u['output']}" for u in outcome.unclean)
+
+
+def test_ctrl_c_on_launch_stops_every_node_cleanly(ros_env: dict[str, str]) -> None:
+    """SIGINT to every node at once, then again to each within 10 ms (ros2 launch's Ctrl-C)."""
+    outcome = stop_soak.run(rounds=2, seed=11, env=ros_env, scenarios=(stop_soak.CTRL_C,))
+    assert sum(outcome.stops.values()) == 8
+    assert not outcome.unclean, "\n\n".join(
+        f"{u['node']} ({u['signal']} at {u['at_s']} s): {u['problem']}\n{u['output']}"
+        for u in outcome.unclean)
+
+
+def test_a_signal_twice_within_the_window_is_one_stop() -> None:
+    """The second of two signals milliseconds apart changes nothing; one after the window
+    raises ``KeyboardInterrupt`` (the impatient user's way out)."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        stopping.install()
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stopping.requested()
+        time.sleep(stopping.DUPLICATE_WINDOW)
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)  # the handler runs between bytecodes of this thread
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        stopping.clear()
 
 
 @pytest.fixture(scope="module")

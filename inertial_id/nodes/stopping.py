@@ -8,7 +8,12 @@ of 21 stops after a played bag), and a callback publishing on a context already 
 printed ``[FATAL] Exception in ... callback``. Here the first SIGINT/SIGTERM only sets a flag;
 the spin loop looks at it between callbacks and the node then ends normally (exit 0), so a
 stop waits for the callback running (a solve: up to ``solve_timeout``). A second signal
-while stopping raises ``KeyboardInterrupt`` (the impatient user's way out). A process still
+within :data:`DUPLICATE_WINDOW` of the first is the same stop delivered twice and changes
+nothing: Ctrl-C on ``ros2 launch`` sends SIGINT to the whole process group and launch then
+sends its own to every node, milliseconds apart (the nodes share launch's process group), and
+a ``KeyboardInterrupt`` raised by that second one inside ``publisher.publish`` in a timer
+printed ``[FATAL] Exception in 'timers' callback`` in 1 of 3 such stops. A later signal while
+stopping raises ``KeyboardInterrupt`` (the impatient user's way out). A process still
 running :data:`STOP_REPORT_AFTER` seconds after the request prints every thread's Python stack
 to stderr (``faulthandler``: it works while a thread holds the GIL), so a stop that hangs says
 where; a node executable still running :data:`STOP_EXIT_AFTER` seconds after it says so in
@@ -29,6 +34,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from types import FrameType
 
 STOP_REPORT_AFTER = 10.0
@@ -37,7 +43,10 @@ STOP_REPORT_AFTER = 10.0
 STOP_EXIT_AFTER = 20.0
 """s after a stop request after which a process still running ends without finishing."""
 
-_requested: list[int] = []
+DUPLICATE_WINDOW = 0.5
+"""s after a stop request within which another signal is the same request (module docstring)."""
+
+_requested: list[tuple[int, float]] = []  # (signal, time.monotonic() when it came)
 _exit_timer: list[threading.Timer] = []
 _bounded: list[bool] = []
 
@@ -51,9 +60,12 @@ def _exit_now() -> None:
 
 
 def _handle(signum: int, _frame: FrameType | None) -> None:
+    now = time.monotonic()
     if _requested:
+        if now - _requested[0][1] < DUPLICATE_WINDOW:
+            return
         raise KeyboardInterrupt
-    _requested.append(signum)
+    _requested.append((signum, now))
     faulthandler.dump_traceback_later(STOP_REPORT_AFTER)
     if _bounded:
         timer = threading.Timer(STOP_EXIT_AFTER, _exit_now)
