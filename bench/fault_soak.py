@@ -14,6 +14,15 @@ Injected, each at random moments (``--fault-rate`` faults per second in all):
 - ``new_names``: joint states with a never-seen extra joint (name caches must stay bounded);
 - ``services``: a storm of ``tare``, ``reset``, ``freeze`` and ``resume`` calls.
 
+Then the sequences that once went wrong, in this order (issue 31), each class followed by a
+``resume`` call that must be answered within :data:`SERVICE_TIMEOUT`:
+
+- the live sequence: stamp jumps (0, just under 2^31 s, ten years ahead), a burst of 20,000
+  joint states and wrenches, 5,000 joint states with a new joint name each, then 5 joint
+  states with positions 1e5 rad off (they had raised a 19-day "time offset");
+- 1e200 samples on ``sensor_samples`` (they had made a T^2 non-finite and the SDP solver
+  panic), then a non-CDR payload on ``joint_samples``.
+
 Reported (and the exit status is 1 unless all are 0):
 
 - ``deaths``: processes that ended;
@@ -21,6 +30,10 @@ Reported (and the exit status is 1 unless all are 0):
   growing for 5 s while the simulator publishes (once the stage has had its first sample; a
   stream that never arrives shows as too few estimates);
 - ``inconsistent``: published estimates that are not physically consistent or not finite;
+- ``non_finite``: messages with a NaN or inf on any topic the solver publishes;
+- ``setup_errors``: set-up errors the solver reported (the simulator's set-up is correct: each
+  is false);
+- ``slow_services``: a service call after a class of the sequences not answered within 1 s;
 - ``wrong``: estimates published as converged with the mass off by more than 5 %;
 - ``unaccounted``: samples missing from the ledgers once the stream has stopped: the
   gatherer's wrenches, kinematics' and the solver's samples, and between the stages (where
@@ -40,22 +53,24 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import InertiaStamped, WrenchStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
+from visualization_msgs.msg import MarkerArray
 
 from inertial_id.cdr import CdrEncoder
 from inertial_id.core.simulation import bundled_urdf_path
-from inertial_id.msg import InertialParameters, JointSamples, SensorSamples
-from inertial_id.nodes.common import latched_qos, pipeline_qos, sensor_qos
+from inertial_id.msg import ContactAnomaly, InertialParameters, JointSamples, SensorSamples
+from inertial_id.nodes.common import all_finite, latched_qos, pipeline_qos, sensor_qos
 
 BIN = Path(sys.executable).parent
 NODES = ("gatherer", "kinematics", "solver")
@@ -68,6 +83,11 @@ FAULTS = ("undecodable", "truncated", "glitch", "nan", "duplicates", "new_names"
 DIAGNOSTICS_TIMEOUT = 3.0  # s without a node's diagnostics: a stall
 PROGRESS_TIMEOUT = 5.0  # s without a stage's count growing while data flow: a stall
 DRAIN_TIMEOUT = 30.0  # s at most for the queues to drain once the stream stopped
+SERVICE_TIMEOUT = 1.0  # s for a service call after each class of the sequences
+SOLVER_TOPICS = {"parameters": InertialParameters, "inertia": InertiaStamped,
+                 "markers": MarkerArray, "contact": ContactAnomaly,
+                 "external_wrench": WrenchStamped}
+"""The solver's outputs, checked for non-finite fields."""
 
 
 @dataclass
@@ -80,6 +100,10 @@ class Report:
     deaths: list[str] = field(default_factory=list)
     stalls: list[str] = field(default_factory=list)
     inconsistent: int = 0
+    non_finite: int = 0
+    setup_errors: list[str] = field(default_factory=list)
+    slow_services: list[str] = field(default_factory=list)
+    injected_sensor_samples: int = 0
     wrong: list[str] = field(default_factory=list)
     unaccounted: dict[str, int] = field(default_factory=dict)
     lost_between_nodes: dict[str, int] = field(default_factory=dict)
@@ -90,8 +114,9 @@ class Report:
     def clean(self) -> bool:
         """Estimates published, and no death, stall, inconsistent or wrong output, every
         sample accounted for."""
-        return self.estimates > 0 and not (self.deaths or self.stalls or self.inconsistent
-                                           or self.wrong or any(self.unaccounted.values()))
+        return self.estimates > 0 and not (
+            self.deaths or self.stalls or self.inconsistent or self.wrong or self.non_finite
+            or self.setup_errors or self.slow_services or any(self.unaccounted.values()))
 
     def lines(self) -> list[str]:
         """A short human-readable summary."""
@@ -102,6 +127,10 @@ class Report:
             f"deaths {len(self.deaths)} {self.deaths or ''}",
             f"stalls {len(self.stalls)} {self.stalls or ''}",
             f"inconsistent outputs {self.inconsistent}",
+            f"non-finite outputs {self.non_finite}",
+            f"set-up errors {len(self.setup_errors)} {self.setup_errors[:2] or ''}",
+            f"services slower than {SERVICE_TIMEOUT:g} s {len(self.slow_services)} "
+            f"{self.slow_services or ''}",
             f"wrong outputs {len(self.wrong)} {self.wrong[:3] or ''}",
             "unaccounted samples " + ", ".join(f"{k} {v}" for k, v in self.unaccounted.items()),
             "lost between the processes (counted by the receiver) "
@@ -165,6 +194,8 @@ class Soak:
                                  self._on_truth, latched_qos())
         node.create_subscription(InertialParameters, "/solver/parameters", self._on_estimate, 50)
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 100)
+        for name, kind in SOLVER_TOPICS.items():
+            node.create_subscription(kind, f"/solver/{name}", self._on_output, 100)
 
     @property
     def last_stamp(self) -> float:
@@ -188,12 +219,19 @@ class Soak:
                 self.report.wrong.append(f"converged mass {msg.mass:.4f} kg, truth "
                                          f"{self.truth.mass:.4f} kg")
 
+    def _on_output(self, msg: object) -> None:
+        if not all_finite(msg):
+            self.report.non_finite += 1
+
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         for status in msg.status:
             name = status.name.split(":")[0]
             if name in NODES:
                 values = {kv.key: kv.value for kv in status.values}
                 self.diagnostics[name] = (time.monotonic(), values)
+                if status.message.startswith("set-up") and (
+                        status.message not in self.report.setup_errors):
+                    self.report.setup_errors.append(status.message)
 
     def check_stalls(self, flowing: bool) -> None:
         """Diagnostics missing, or a stage's count not growing while data flow."""
@@ -271,6 +309,76 @@ class Soak:
                 self.clients[name].call_async(Trigger.Request())
         self.clients["resume"].call_async(Trigger.Request())
 
+    # the sequences of issue 31 -------------------------------------------------------------
+
+    def sequences(self, spin_for: Callable[[float], None]) -> None:
+        """The classes that once went wrong, in order, each followed by a service call that
+        must be answered within :data:`SERVICE_TIMEOUT` (module docstring)."""
+        classes: list[tuple[str, Callable[[], None]]] = [
+            ("stamp_jumps", self._stamp_jumps), ("burst", self._burst),
+            ("many_new_names", self._many_new_names), ("position_spikes", self._spikes),
+            ("internal_1e200", self._internal_1e200), ("non_cdr_joint_samples", self._non_cdr)]
+        for name, inject in classes:
+            inject()
+            self.report.injected[name] = self.report.injected.get(name, 0) + 1
+            spin_for(1.0)
+            self.call_within(name, spin_for)
+            spin_for(1.0)
+
+    def call_within(self, after: str, spin_for: Callable[[float], None]) -> None:
+        """``~/resume`` (harmless) answered within :data:`SERVICE_TIMEOUT`, else a slow
+        service is recorded."""
+        client = self.clients["resume"]
+        start = time.monotonic()
+        future = client.call_async(Trigger.Request())
+        while not future.done() and time.monotonic() - start < SERVICE_TIMEOUT:
+            spin_for(0.01)
+        if not future.done():
+            self.report.slow_services.append(f"resume after {after}")
+
+    def _stamp_jumps(self) -> None:
+        for base in (0.0, 2.0**31 - 2.0, self.last_stamp + TEN_YEARS):
+            for k in range(20):
+                t = base + 0.002 * k
+                self.pubs["joint_states"].publish(self._joint_state(t, JOINTS,
+                                                                    [0.1] * len(JOINTS)))
+                self.pubs["wrench"].publish(self.encoder.wrench(t, "ft_sensor", np.ones(6)))
+
+    def _burst(self) -> None:
+        t = self.last_stamp
+        for k in range(10000):
+            self.pubs["joint_states"].publish(self._joint_state(t + 1e-5 * k, JOINTS,
+                                                                [0.1] * len(JOINTS)))
+            self.pubs["wrench"].publish(self.encoder.wrench(t + 1e-5 * k, "ft_sensor",
+                                                            np.ones(6)))
+
+    def _many_new_names(self) -> None:
+        for k in range(5000):
+            names = (*JOINTS, f"burst_joint_{k}")
+            self.pubs["joint_states"].publish(self._joint_state(self.last_stamp, names,
+                                                                [0.0] * len(names)))
+
+    def _spikes(self) -> None:
+        """Five joint states 1e5 rad off, stamped like the stream (the simulator's clock)."""
+        base = np.array([0.0, -1.2, 1.4, -1.6, -1.57, 0.0])
+        for k in range(5):
+            self.pubs["joint_states"].publish(self._joint_state(
+                self.last_stamp + 1e-4 * k, JOINTS, (base + 1e5).tolist()))
+
+    def _internal_1e200(self) -> None:
+        """Batches of 1e200 on sensor_samples (counted apart: they never came from
+        kinematics)."""
+        for _ in range(4):
+            times = self.last_stamp + 1e-3 * np.arange(50)
+            values = np.full((50, 6), 1e200)
+            self.pubs["sensor_samples"].publish(self.encoder.sensor_samples(
+                times, "ft_sensor", 0, twist=values, proper_acceleration=values,
+                wrench=values, wrench_raw=values, acceleration_noise=None))
+            self.report.injected_sensor_samples += 50
+
+    def _non_cdr(self) -> None:
+        self.pubs["joint_samples"].publish(b"this is not CDR" * 7)
+
     # the end ---------------------------------------------------------------------------------
 
     def stage_counts(self) -> tuple[str, ...]:
@@ -305,10 +413,13 @@ class Soak:
         self.report.missed_at_start = {
             "gatherer_to_kinematics": int(k["samples_missed_at_start"]),
             "kinematics_to_solver": int(s["samples_missed_at_start"])}
+        injected = {"gatherer_to_kinematics": 0,
+                    "kinematics_to_solver": self.report.injected_sensor_samples}
         for link, sender, receiver in (("gatherer_to_kinematics", g, k),
                                        ("kinematics_to_solver", k, s)):
             self.report.unaccounted[link] = (
-                int(sender["samples_published"]) - int(receiver["samples_received"])
+                int(sender["samples_published"]) + injected[link]
+                - int(receiver["samples_received"])
                 - int(receiver["samples_lost_upstream"])
                 - int(receiver["samples_missed_at_start"]))
 
@@ -321,8 +432,10 @@ def _pipeline_matched(node: Node) -> bool:
     return True
 
 
-def run(duration: float, fault_rate: float, env: dict[str, str], seed: int = 0) -> Report:
-    """The soak: start, settle, inject for ``duration`` s, stop the stream, account."""
+def run(duration: float, fault_rate: float, env: dict[str, str], seed: int = 0,
+        sequences: bool = True) -> Report:
+    """The soak: start, settle, inject for ``duration`` s, then (``sequences``) the
+    sequences of the module docstring, stop the stream, account."""
     # The three nodes first, the stream once they have found each other: a reliable, volatile
     # reader that has not yet matched its writer misses what was published before, which
     # the ledgers would show as unaccounted between the stages. Measured here from start-up
@@ -360,6 +473,9 @@ def run(duration: float, fault_rate: float, env: dict[str, str], seed: int = 0) 
         spin_for(8.0, flowing=True, inject=False)  # discovery, first estimate
         spin_for(duration, flowing=True, inject=True)
         spin_for(2.0, flowing=True, inject=False)  # the last faults' effects pass
+        if sequences:
+            soak.sequences(lambda seconds: spin_for(seconds, flowing=True, inject=False))
+            spin_for(2.0, flowing=True, inject=False)
         stop(processes, ("simulator",))
         # Queues drain (a loaded machine may need seconds): until two diagnostics rounds
         # (1 Hz) in a row show the same counts at every stage, at most DRAIN_TIMEOUT.

@@ -1,4 +1,5 @@
-"""The four-process pipeline under injected faults (``bench/fault_soak.py``, 20 s)."""
+"""The four-process pipeline under injected faults (``bench/fault_soak.py``, 20 s, then the
+sequences of issue 31)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,14 @@ def test_faults_kill_stall_or_corrupt_nothing(ros_env: dict[str, str]) -> None:
     assert not report.deaths, summary
     assert not report.stalls, summary
     assert report.inconsistent == 0, summary
+    # The sequences of issue 31 ran: no false set-up error, nothing non-finite, every service
+    # call after a class answered within a second, the 1e200 samples refused and counted.
+    assert report.injected["position_spikes"] == report.injected["internal_1e200"] == 1, summary
+    assert not report.setup_errors, summary
+    assert report.non_finite == 0, summary
+    assert not report.slow_services, summary
+    assert (int(report.ledgers["solver"]["dropped_implausible"])
+            == report.injected_sensor_samples > 0), summary
     assert not report.wrong, summary
     assert report.unaccounted and not any(report.unaccounted.values()), summary
     # joint_states and wrench are best effort (sensor QoS): a loaded machine may lose some of

@@ -121,7 +121,7 @@ class Kinematics(PipelineNode):
             batch = batch.select(keep)
             if not len(batch):
                 return
-        values = [getattr(batch, f.name) for f in fields(batch)]
+        values = [getattr(batch, f.name) for f in fields(batch) if f.name != "times"]
         if not all(plausible(x) for x in values if x is not None):
             self._drop("implausible", len(batch), "NaN, inf or values beyond "
                        f"{MAX_ABS_VALUE:g}: no measurement")

@@ -234,7 +234,6 @@ class Solver(PipelineNode):
         if not samples["times"].size:
             return
         self.samples_received += samples["times"].size
-        self.upstream.update(before, samples["times"].size)
         try:
             step = self.online.add(**samples)
         except ImplausibleValueError as exc:
@@ -245,6 +244,9 @@ class Solver(PipelineNode):
             self.invalid += samples["times"].size
             self.get_logger().warning(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
             return
+        # A batch refused for its values says nothing reliable of its sender's running count
+        # (it may not come from kinematics at all): only accepted ones move it.
+        self.upstream.update(before, samples["times"].size)
         if not step.times.size:
             return
         now = self.get_clock().now().nanoseconds * 1e-9
