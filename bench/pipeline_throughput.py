@@ -106,7 +106,9 @@ class Setting:
 
     def gatherer_parameters(self) -> dict[str, Any]:
         """The gatherer's parameter values for this setting."""
-        return {"window": self.window, "lag": self.lag, "publish_rate": float(self.publish_rate)}
+        return {"filter_window": (self.window - 1) / JOINT_STATE_RATE,
+                "filter_delay": (self.lag / JOINT_STATE_RATE if self.lag >= 0 else -1.0),
+                "publish_rate": float(self.publish_rate)}
 
     def design_latency_ms(self) -> dict[str, float]:
         """The parts of the latency fixed by design (means; the maxima are twice these)."""

@@ -100,6 +100,8 @@ class ReplayResult:
         doc["samples_used"] = self.samples_used
         doc["ledger"] = self.ledger
         doc["setup_errors"] = list(self.setup_errors)
+        choice = self.pipeline.gathering.choice
+        doc["filter"] = None if choice is None else choice.as_dict()
         if self.partial:  # a complete replay keeps DESIGN.md's keys exactly
             doc["partial"] = True
         return doc
@@ -364,6 +366,9 @@ def summary_lines(result: ReplayResult) -> list[str]:
     lines += [f"samples processed {result.samples_processed}, used {result.samples_used}"
              + (f" ({100.0 * ledger['used_share']:.1f} % of {ledger['wrenches']} wrenches)"
                 if ledger.get("wrenches") else "")]
+    choice = result.pipeline.gathering.choice
+    if choice is not None:
+        lines.append(choice.summary())
     if e is None:
         return [*lines, "no estimate (too few samples?)"]
     std = e.std

@@ -83,11 +83,13 @@ URDF_PARAMS = (
 )
 
 GATHERER_PARAMS = URDF_PARAMS + (
-    Param("window", _G.window, "Savitzky-Golay window in joint samples (odd)", low=3,
-          unit="samples"),
-    Param("lag", _G.lag, "joint samples from a filtered sample to the newest in its window "
-          "(0 .. window/2; < 0: half the window, zero phase); sets the filter's delay",
-          low=-1, unit="samples"),
+    Param("filter_window", _G.window, "s spanned by the Savitzky-Golay window; 0: chosen "
+          "from the first filter_decision_time of joint states (least acceleration error, "
+          "gain near 1 in the motion's band)", low=0, unit="s"),
+    Param("filter_delay", _G.delay, "s a filtered sample may wait for later joint states "
+          "(the lag; < 0: half the window, zero phase)", low=-1, unit="s"),
+    Param("filter_decision_time", _G.decision_time, "s of joint states held to choose the "
+          "filter (filter_window 0)", low=0, open_low=True, unit="s"),
     Param("polyorder", 3, "Savitzky-Golay polynomial order (>= 2)", low=2, unit="1"),
     Param("use_measured_velocity", False,
           "differentiate JointState.velocity instead of the positions"),
@@ -296,10 +298,12 @@ def validate(params: tuple[Param, ...], values: Mapping[str, Any], node: str) ->
 def gatherer_settings(values: Mapping[str, Any]) -> GathererSettings:
     """The gatherer's settings from its parameter values."""
     v = with_defaults(GATHERER_PARAMS, values, "gatherer")
-    return GathererSettings(int(v["window"]), int(v["polyorder"]),
-                            bool(v["use_measured_velocity"]), float(v["max_span"]),
-                            tuple(v["locked_joint_names"]), int(v["lag"]),
-                            bool(v["matched_filter"]), bool(v["errors_in_variables"]))
+    return GathererSettings(
+        window=float(v["filter_window"]), polyorder=int(v["polyorder"]),
+        use_measured_velocity=bool(v["use_measured_velocity"]), max_span=float(v["max_span"]),
+        locked_joint_names=tuple(v["locked_joint_names"]), delay=float(v["filter_delay"]),
+        matched=bool(v["matched_filter"]), errors_in_variables=bool(v["errors_in_variables"]),
+        decision_time=float(v["filter_decision_time"]))
 
 
 def gatherer_kinematics(values: Mapping[str, Any]) -> KinematicsSettings:

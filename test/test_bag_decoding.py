@@ -160,7 +160,7 @@ def _add_one_at_a_time(gathering: Gathering, messages: list, dropped: dict[str, 
 @given(st.data())
 @settings(max_examples=60, deadline=None)
 def test_blocks_equal_single_messages(data: st.DataObject) -> None:
-    options = GathererSettings(window=7, use_measured_velocity=data.draw(st.booleans()))
+    options = GathererSettings(window=0.012, use_measured_velocity=data.draw(st.booleans()))
     model = (SensorKinematics(bundled_urdf_path(), BUNDLED_SENSOR_FRAME)
              if data.draw(st.booleans()) else None)  # matched filtering or joints only
     one = Gathering(bundled_urdf_path(), options, model)

@@ -140,7 +140,8 @@ def test_noise_free_data_give_the_inertia_without_filter_bias(matched: bool) -> 
     matched filter recovers every inertia entry to 0.05 % of the largest; the joints-only
     filter is off by more than 0.3 % (its bias, which this test would see come back)."""
     model, sim, joint_t, position, wrench_t, wrench = _simulation()
-    gathering = Gathering(bundled_urdf_path(), GathererSettings(matched=matched))
+    gathering = Gathering(bundled_urdf_path(), GathererSettings(window=0.08, delay=0.004,
+                                                                matched=matched))
     pipeline = PayloadPipeline(gathering, model, OnlineEstimator())
     order = np.argsort(np.concatenate((joint_t, wrench_t)), kind="stable")
     stamps = np.concatenate((joint_t, wrench_t))[order]

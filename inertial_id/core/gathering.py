@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import DuplicateJointError, InertialIdError, SampleError
+from inertial_id.core.filter_choice import MIN_SAMPLES, FilterChoice, choose_filter
 from inertial_id.core.kinematics import (
     JointMapper,
     SensorKinematics,
@@ -56,27 +57,36 @@ class WrenchSample(NamedTuple):
 
 @dataclass(frozen=True)
 class GathererSettings:
-    """Filter settings (see :class:`FixedLagSynchronizer`; ``lag`` None or negative: half the
-    window) and the joints left out.
+    """Filter settings, in seconds, and the joints left out.
 
-    The defaults suit ~500 Hz joint states: 41 samples (80 ms) with the polynomial evaluated
-    2 samples (4 ms) before the newest, so a sample is ready 4 ms after its stamp (README,
-    "Live throughput", compares it with the centred window). ``matched``: with a kinematic
-    model (:meth:`Gathering.match`), filter the sensor-frame kinematics and the wrench with
-    the same kernel (matched filtering, unbiased); otherwise only the joints are filtered.
-    ``errors_in_variables`` (with ``matched``): the batches also carry the covariance of the
-    noise the joints' position noise leaves in the acceleration (see
-    :mod:`inertial_id.core.synchronizer`).
+    ``window`` (s): the Savitzky-Golay window's span; 0 (the default) chooses it, and the lag,
+    from the first ``decision_time`` seconds of joint states
+    (:func:`~inertial_id.core.filter_choice.choose_filter`: the least mean squared error of
+    the acceleration with the gain near 1 in the motion's band), which are held meanwhile and
+    lose nothing. ``delay`` (s): the most a sample may wait for the joint states after its
+    stamp (the lag; < 0: half the window, zero phase). ``polyorder``: the polynomial's
+    order. ``matched``: with a kinematic model (:meth:`Gathering.match`), filter the
+    sensor-frame kinematics and the wrench with the same kernel (matched filtering,
+    unbiased); otherwise only the joints are filtered. ``errors_in_variables`` (with
+    ``matched``): the batches also carry the covariance of the noise the joints' position
+    noise leaves in the acceleration (see :mod:`inertial_id.core.synchronizer`).
     """
 
-    window: int = 41
+    window: float = 0.0
     polyorder: int = 3
     use_measured_velocity: bool = False
     max_span: float = 0.5
     locked_joint_names: tuple[str, ...] = ()
-    lag: int = 2
+    delay: float = 0.01
     matched: bool = True
     errors_in_variables: bool = True
+    decision_time: float = 4.0
+
+    def __post_init__(self) -> None:
+        if not (self.window >= 0.0 and self.decision_time > 0.0 and self.polyorder >= 2):
+            raise InertialIdError(f"filter window must be >= 0 s, decision_time > 0 s and "
+                                  f"polyorder >= 2, got {self.window}, {self.decision_time}, "
+                                  f"{self.polyorder}")
 
 
 def drop_key(message: JointStateSample | WrenchSample, exc: SampleError) -> str:
@@ -105,9 +115,13 @@ class Gathering:
         """Joints whose positions are in m (the others' in rad)."""
         self.mapper = JointMapper(self.joint_names)
         s = self.settings
+        self.choice: FilterChoice | None = None
+        """The filter in use, with its evidence; None while the first joint states are held
+        to choose it (:meth:`decide`)."""
+        provisional = s.polyorder + 2 + (s.polyorder + 3) % 2  # replaced before any filtering
         self.synchronizer = FixedLagSynchronizer(
-            len(self.joint_names), s.window, s.polyorder, s.use_measured_velocity, s.max_span,
-            lag=None if s.lag < 0 else s.lag,
+            len(self.joint_names), provisional, s.polyorder, s.use_measured_velocity,
+            s.max_span, lag=0,
             max_speed=[model.velocityLimit[model.joints[model.getJointId(n)].idx_v]
                        for n in self.joint_names],
         )
@@ -142,8 +156,33 @@ class Gathering:
         return self.synchronizer.add_wrench(t, wrench)
 
     def pop_ready(self) -> SyncedSamples:
-        """Samples whose filter windows are complete."""
+        """Samples whose filter windows are complete (none until the filter is chosen)."""
+        if self.choice is None and not self.decide():
+            return SyncedSamples.empty(len(self.joint_names))
         return self.synchronizer.pop_ready()
+
+    def decide(self, final: bool = False) -> bool:
+        """Choose the filter once the held joint states suffice (``decision_time`` of them
+        when the window is chosen, the few that give the rate when it is set; ``final``:
+        whatever is held, at the end of a record). True once it is chosen. A stamp jump that
+        clears the buffers while holding starts the wait again."""
+        if self.choice is not None:
+            return True
+        times, positions = self.synchronizer.joint_history()
+        s = self.settings
+        enough = times.size >= MIN_SAMPLES and (
+            final or s.window > 0.0 or times[-1] - times[0] >= s.decision_time)
+        if not enough:
+            return False
+        self.choice = choose_filter(times, positions, s.polyorder, s.delay, s.window)
+        self.synchronizer.set_filter(self.choice.window, self.choice.lag)
+        return True
+
+    @property
+    def wrenches_held(self) -> int:
+        """Wrenches buffered and not yet synchronised (nor dropped), the ones held while the
+        filter is chosen included."""
+        return self.synchronizer.wrenches_held
 
     def add_messages(self, messages: Sequence[JointStateSample | WrenchSample]) -> Counter[str]:
         """Joint states and wrenches in arrival order; the count of those dropped, by reason.

@@ -190,6 +190,11 @@ class OnlineEstimator:
         # whether an estimate existed then
         self._verdicts: tuple[tuple[Estimate | None, OnlineConfig], Verdicts] | None = None
         self.received = self.used = 0
+        self.filter_span = 0.0
+        """s before a sample's stamp that its filtered wrench averages over (the gatherer's
+        :attr:`~inertial_id.core.filter_choice.FilterChoice.past_span`): after a contact
+        ends, samples are kept out for this long on top of ``gate_margin``, so no contact
+        force reaches the estimate through the filter."""
 
     def reconfigure(self, config: OnlineConfig) -> None:
         """New settings while running, keeping the data and what the monitor learned.
@@ -369,7 +374,8 @@ class OnlineEstimator:
         if len(self.monitor.intervals) > n_intervals:
             events.append("contact_end")
             self.contacts.extend(self.monitor.intervals[n_intervals:])
-            self._exclude_until = self.monitor.intervals[-1].end + self.config.gate_margin
+            self._exclude_until = (self.monitor.intervals[-1].end + self.config.gate_margin
+                                   + self.filter_span)
             self._anomaly, self._next_change_check = [], np.inf
         return result.t2, result.contact
 

@@ -112,6 +112,8 @@ class PayloadPipeline:
         n = len(batch)
         if n == 0:
             return 0
+        assert self.gathering.choice is not None  # samples come once the filter is chosen
+        self.online.filter_span = self.gathering.choice.past_span
         if batch.twist is not None and batch.proper_acceleration is not None:
             twist, proper = batch.twist, batch.proper_acceleration  # matched filtering
         else:
@@ -154,6 +156,8 @@ class PayloadPipeline:
         return estimate
 
     def finish(self) -> Estimate | None:
-        """Process what is left and solve once more; the final estimate."""
+        """Process what is left (the filter is chosen from what there is if the record was
+        shorter than its decision time) and solve once more; the final estimate."""
+        self.gathering.decide(final=True)
         self.process()
         return self.solve()

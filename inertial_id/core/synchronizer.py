@@ -296,6 +296,24 @@ class FixedLagSynchronizer:
             rows.clear()
         self._next_wrench = 0
 
+    def set_filter(self, window: int, lag: int) -> None:
+        """A new filter (``window`` joint samples, odd, evaluated ``lag`` before the newest)
+        for what is buffered and what comes: before the first :meth:`pop_ready`, or after a
+        :meth:`reset` (the buffered joint states keep their places; no sample was filtered
+        with the old one)."""
+        if window % 2 == 0 or window <= self.order or not 0 <= lag <= window // 2:
+            raise InertialIdError(f"need an odd window > order {self.order} and a lag of 0 .. "
+                                  f"half of it, got window={window}, lag={lag}")
+        if self._joint_f.size:
+            raise InertialIdError("the filter cannot change under samples already filtered: "
+                                  "reset first")
+        self.window, self.lag = int(window), int(lag)
+
+    def joint_history(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The buffered joint states (copies): stamps (J,) s and positions (J, n), oldest
+        first."""
+        return self._joint_t.view().copy(), self._joint_q.view().copy()
+
     @property
     def buffered(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Stamps (s) of the buffered joint states and wrenches (copies), oldest first."""

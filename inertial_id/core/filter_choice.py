@@ -1,0 +1,225 @@
+"""The gatherer's filter sized in time and chosen from the data: window and lag.
+
+The Savitzky-Golay filter's second derivative (``h``, weights on the window's positions)
+trades bias for noise. On a record of joint positions with stamps at rate ``r`` it estimates
+
+- the **noise** each joint's encoders leave in the acceleration, ``sigma_q^2 |h|^2``, with
+  ``sigma_q`` from fourth differences (:func:`~inertial_id.core.signals.fourth_differences`,
+  robust: a median), and
+- the **bias** the filter gives the motion, ``int |G(f) - 1|^2 S(f) df``: ``G`` is the
+  filter's complex gain on accelerations (its frequency response over the ideal
+  ``-(2 pi f)^2``, phase included, so a lag evaluated off-centre counts), ``S`` the
+  acceleration's power spectrum (Welch, from second differences corrected for their own
+  response) minus the encoder noise's, from the lowest frequency up to where it first stops
+  standing clear of that noise,
+
+and picks the window and lag that minimise their sum over the joints (the acceleration's mean
+squared error) among those whose gain stays within :data:`GAIN_TOLERANCE` of 1 in the motion's
+band, with the delay ``lag / r`` at most ``max_delay``. A window given in seconds
+(``window_time`` > 0) is only converted to samples at the data's rate. Either way the
+choice carries its evidence: rate, motion bandwidth, predicted bias and noise, and the largest
+in-band departure of the gain from 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.signal import welch
+
+from inertial_id.core.errors import InertialIdError
+from inertial_id.core.signals import fourth_differences
+
+MAX_WINDOW_TIME = 0.4
+"""s: the longest window considered: a contact's force stays this long in the filtered wrench
+(:attr:`FilterChoice.past_span`), and slow motions gain little beyond it."""
+SEGMENT_TIME = 2.0
+"""s of joint states per Welch segment (0.5 Hz resolution; half-overlapping segments, so 4 s
+of data average 3 of them; 1 s segments read the band too wide and chose windows too short
+under 1e-4 rad of encoder noise)."""
+GAIN_TOLERANCE = 0.05
+"""Largest departure of the filter's gain from 1 in the motion's band: among the windows that
+keep it, the one of least mean squared error. The contact monitor tests the unfiltered wrench
+against the filtered kinematics, so a gain error shows as a residual that follows the motion."""
+CLEAR_OF_NOISE = 4.0
+"""A frequency carries motion where the spectrum is this many times the encoders' noise."""
+BAND_SHARE = 0.99
+"""The motion bandwidth holds this share of the acceleration's power."""
+MIN_SAMPLES = 32
+"""Joint states the choice needs at the least."""
+
+
+@dataclass(frozen=True)
+class FilterChoice:
+    """A filter for joint states at ``rate`` (Hz): ``window`` samples (odd), evaluated ``lag``
+    samples before the newest, polynomial ``order``. ``source``: ``"data"`` (chosen) or
+    ``"setting"`` (explicit window). Evidence (from the data either way): ``bandwidth`` (Hz,
+    :data:`BAND_SHARE` of the acceleration's power), ``bias_rms`` and ``noise_rms`` (rad/s^2,
+    root of the sum over the joints), ``gain_error`` (largest ``|G - 1|`` up to the
+    bandwidth)."""
+
+    window: int
+    lag: int
+    order: int
+    rate: float
+    source: str
+    bandwidth: float
+    bias_rms: float
+    noise_rms: float
+    gain_error: float
+
+    @property
+    def window_time(self) -> float:
+        """s spanned by the window."""
+        return (self.window - 1) / self.rate
+
+    @property
+    def delay(self) -> float:
+        """s from a sample's stamp to the newest joint state its filter needs."""
+        return self.lag / self.rate
+
+    @property
+    def past_span(self) -> float:
+        """s before a sample's stamp that its filtered wrench averages over: after a contact
+        ends, samples this close to it still carry its force."""
+        return (self.window - 1 - self.lag) / self.rate
+
+    def summary(self) -> str:
+        """One line: the choice and its evidence."""
+        return (f"filter {self.window} samples ({1e3 * self.window_time:.0f} ms) at "
+                f"{self.rate:.0f} Hz, lag {self.lag} ({1e3 * self.delay:.1f} ms), order "
+                f"{self.order}, from the {self.source}: motion band {self.bandwidth:.2f} Hz, "
+                f"gain error {100 * self.gain_error:.2f} %, acceleration bias "
+                f"{self.bias_rms:.3g} and noise {self.noise_rms:.3g} rad/s^2")
+
+    def as_dict(self) -> dict[str, float | int | str]:
+        """The choice and its evidence for reports and diagnostics (SI units)."""
+        return {"window": self.window, "window_time": self.window_time, "lag": self.lag,
+                "delay": self.delay, "order": self.order, "rate": self.rate,
+                "source": self.source, "bandwidth": self.bandwidth, "bias_rms": self.bias_rms,
+                "noise_rms": self.noise_rms, "gain_error": self.gain_error}
+
+
+def derivative_weights(window: int, lag: int, order: int, rate: float) -> NDArray[np.float64]:
+    """Second-derivative weights of a least-squares polynomial of ``order`` on ``window``
+    uniform samples at ``rate`` Hz, evaluated ``lag`` samples before the newest: (window,)
+    in 1/s^2, oldest first."""
+    offsets = np.arange(window) - (window - 1 - lag)  # in samples, 0 at the evaluation point
+    vander = np.vander(offsets.astype(float), order + 1, increasing=True)
+    return 2.0 * np.linalg.pinv(vander)[2] * rate**2
+
+
+def acceleration_gain(weights: NDArray[np.float64], lag: int, rate: float,
+                      frequencies: NDArray[np.float64]) -> NDArray[np.complex128]:
+    """The filter's complex gain on accelerations at ``frequencies`` (Hz, > 0): its response
+    to ``exp(i 2 pi f t)`` over the true second derivative's."""
+    window = weights.size
+    tau = (np.arange(window) - (window - 1 - lag)) / rate
+    omega = 2.0 * np.pi * frequencies
+    response = np.exp(1j * omega[:, None] * tau[None, :]) @ weights
+    return response / -(omega**2)
+
+
+@dataclass(frozen=True)
+class _Spectrum:
+    """The frequencies that carry motion or lie in its band (Hz, > 0), the motion's power
+    there ((rad/s^2)^2 per bin: density times the bin width), the encoders' noise variance
+    (rad^2, per joint) and the motion bandwidth (Hz)."""
+
+    frequencies: NDArray[np.float64]  # (F,)
+    motion: NDArray[np.float64]  # (F, n)
+    noise_var: NDArray[np.float64]  # (n,)
+    bandwidth: float
+
+
+def _spectrum(times: NDArray[np.float64], positions: NDArray[np.float64],
+              rate: float) -> _Spectrum:
+    """The acceleration's spectrum above the encoders' noise, and that noise (module notes)."""
+    noise_std = np.median(np.abs(fourth_differences(times, positions)), axis=0) / 0.6745
+    h = 1.0 / rate
+    acceleration = (positions[2:] - 2.0 * positions[1:-1] + positions[:-2]) / h**2
+    segment = min(acceleration.shape[0], max(16, int(round(SEGMENT_TIME * rate))))
+    f, psd = welch(acceleration, fs=rate, nperseg=segment, detrend="linear", axis=0)
+    width = f[1] - f[0]
+    keep = f > 0.0
+    f, psd = f[keep], psd[keep]
+    x = np.pi * f / rate
+    psd = psd / (np.sin(x) / x)[:, None] ** 4  # undo the second difference's own response
+    noise_psd = (2.0 * np.pi * f)[:, None] ** 4 * noise_std**2 * 2.0 / rate
+    # Motion is the band from the lowest frequency up to where the spectrum first meets the
+    # noise's (a noise-only frequency far above it can pass the test by chance).
+    clear = np.logical_and.accumulate(psd > CLEAR_OF_NOISE * noise_psd, axis=0)
+    motion = np.where(clear, psd - noise_psd, 0.0) * width
+    total = motion.sum(axis=1)
+    cumulative = np.cumsum(total)
+    bandwidth = (float(f[np.searchsorted(cumulative, BAND_SHARE * cumulative[-1])])
+                 if cumulative[-1] > 0 else float(f[0]))
+    relevant = (total > 0.0) | (f <= bandwidth)
+    return _Spectrum(f[relevant], motion[relevant], noise_std**2, bandwidth)
+
+
+def _evaluate(spectrum: _Spectrum, window: int, lags: range, order: int, rate: float
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Per lag: bias and noise variance (summed over joints) and in-band gain error."""
+    bias, noise, gain_error = [], [], []
+    band = spectrum.frequencies <= spectrum.bandwidth
+    for lag in lags:
+        weights = derivative_weights(window, lag, order, rate)
+        gain = acceleration_gain(weights, lag, rate, spectrum.frequencies)
+        error = np.abs(gain - 1.0)
+        bias.append(float(np.sum(error[:, None] ** 2 * spectrum.motion)))
+        noise.append(float(np.sum(spectrum.noise_var) * np.sum(weights**2)))
+        gain_error.append(float(error[band].max()) if band.any() else 0.0)
+    return np.array(bias), np.array(noise), np.array(gain_error)
+
+
+def joint_rate(times: NDArray[np.float64]) -> float:
+    """Hz: the median rate of increasing stamps (s)."""
+    steps = np.diff(times)
+    steps = steps[steps > 0.0]
+    if steps.size == 0:
+        raise InertialIdError("no increasing joint-state stamps to measure their rate")
+    return float(1.0 / np.median(steps))
+
+
+def choose_filter(times: NDArray[np.float64], positions: NDArray[np.float64], order: int = 3,
+                  max_delay: float = 0.01, window_time: float = 0.0) -> FilterChoice:
+    """The filter for these joint states (see the module docstring).
+
+    ``times`` (N,) s increasing, ``positions`` (N, n) rad or m; ``max_delay`` s (< 0: the
+    centred, zero-phase evaluation); ``window_time`` s (> 0: that window, not a choice).
+    """
+    if times.size < MIN_SAMPLES:
+        raise InertialIdError(f"{times.size} joint states cannot size the filter: need "
+                              f"{MIN_SAMPLES}")
+    rate = joint_rate(times)
+    spectrum = _spectrum(times, positions, rate)
+
+    def lags(window: int) -> range:
+        if max_delay < 0:
+            return range(window // 2, window // 2 + 1)
+        return range(0, min(window // 2, int(np.floor(max_delay * rate + 1e-9))) + 1)
+
+    smallest = order + 2 + (order + 2 + 1) % 2
+    if window_time > 0.0:
+        candidates = [max(smallest, 2 * int(round(window_time * rate / 2.0)) + 1)]
+    else:
+        candidates = list(range(smallest, max(smallest, int(MAX_WINDOW_TIME * rate) | 1) + 1,
+                                2))
+    best: tuple[float, int, int, float, float, float] | None = None
+    for window in candidates:
+        options = lags(window)
+        bias, noise, gain_error = _evaluate(spectrum, window, options, order, rate)
+        cost = np.where(gain_error <= GAIN_TOLERANCE, bias + noise, np.inf)
+        if window == candidates[0] and not np.isfinite(cost).any():
+            cost = bias + noise  # the shortest window must do
+        k = int(np.argmin(cost))
+        if np.isfinite(cost[k]) and (best is None or cost[k] < best[0]):
+            best = (bias[k] + noise[k], window, options[k], bias[k], noise[k], gain_error[k])
+    assert best is not None
+    _, window, lag, bias_k, noise_k, error_k = best
+    return FilterChoice(window, lag, order, rate, "setting" if window_time > 0 else "data",
+                        spectrum.bandwidth, float(np.sqrt(bias_k)), float(np.sqrt(noise_k)),
+                        error_k)
