@@ -117,7 +117,7 @@ class Gatherer(PipelineNode):
         held = 0
         if self.gathering is not None:
             dropped.update(self.gathering.synchronizer.counters)
-            held = self.gathering.synchronizer.wrenches_held
+            held = self.gathering.wrenches_held
         resets = dropped.pop(RESETS, 0)
         values.update({f"dropped_{k}": v for k, v in dropped.items()})
         wrench_drops = sum(v for k, v in dropped.items() if k in WRENCH_SAMPLE_DROPS
@@ -134,16 +134,25 @@ class Gatherer(PipelineNode):
                 float(std) for name, std in zip(gathering.joint_names,
                                                 gathering.synchronizer.position_noise.std,
                                                 strict=True)})
+        choice = gathering.choice
+        if choice is not None:
+            values.update({f"filter_{k}": v for k, v in choice.as_dict().items()
+                           if not isinstance(v, str)})
+            values["filter_past_span"] = choice.past_span
+            values["filter_from_data"] = int(choice.source == "data")
         silent = [name for name, s in (("joint_states", self.joint_input),
                                        ("wrench", self.wrench_input)) if s.silent]
         if silent:
             return DiagnosticStatus.WARN, f"no data on {', '.join(silent)}", values
+        if choice is None:
+            return (DiagnosticStatus.OK, "holding the first joint states to choose the filter",
+                    values)
         stalled = self.drop_watch.check(
             {"joint_state": self.joint_input.count, "wrench": self.wrench_input.count},
             Counter({k: v for k, v in dropped.items() if k not in WRENCH_SAMPLE_DROPS}))
         if stalled:
             return DiagnosticStatus.WARN, stalled, values
-        return DiagnosticStatus.OK, "synchronising", values
+        return DiagnosticStatus.OK, f"synchronising; {choice.summary()}", values
 
     def _refill(self) -> None:
         """Token bucket: ``publish_rate`` batches per second accrue, at most ``BURST``."""
@@ -208,7 +217,10 @@ class Gatherer(PipelineNode):
         self.tokens -= 1.0
         if self.gathering is None:
             return
+        chosen = self.gathering.choice is not None
         batch = self.gathering.pop_ready()
+        if not chosen and self.gathering.choice is not None:
+            self.get_logger().info(self.gathering.choice.summary())
         if len(batch):
             self.publisher.publish(self.encoder.joint_samples(
                 batch, self.gathering.joint_names, self.frames.frame, self.published))
