@@ -68,6 +68,7 @@ class CdrDecoder:
     _COUNT = struct.Struct("<I")
     _WRENCH = struct.Struct("<6d")
     _UINT64 = struct.Struct("<Q")
+    _FLOAT64 = struct.Struct("<d")
     _MAX_NAMES = 100_000
     MAX_CACHED_LISTS = 64
     """Distinct joint name lists remembered; the cache starts over when a stream keeps
@@ -162,9 +163,10 @@ class CdrDecoder:
             raise ValueError(f"{values.size} values for {count} samples of {width}")
         return values.reshape(count, width), pos
 
-    def joint_samples(self, raw: bytes) -> tuple[SyncedSamples, tuple[str, ...], str, int]:
+    def joint_samples(self, raw: bytes
+                      ) -> tuple[SyncedSamples, tuple[str, ...], str, int, float]:
         """An ``inertial_id/JointSamples`` payload: the batch (joints in the message's order),
-        the joint names, the frame id and ``samples_before``."""
+        the joint names, the frame id, ``samples_before`` and ``filter_span`` (s)."""
         _, frame_id, pos = self._header(raw)
         names, pos = self._name_list(raw, pos)
         times, pos = self._times(raw, pos)
@@ -179,13 +181,15 @@ class CdrDecoder:
                            _reshaped(values, times.size))
         values, pos = self._doubles(raw, pos)
         noise = unpack_noise(values, times.size)
+        span, pos = self._float64(raw, pos)
         return (SyncedSamples(times, *fields, *matched, noise), names, frame_id,
-                self._count(raw, pos))
+                self._count(raw, pos), span)
 
-    def sensor_samples(self, raw: bytes) -> tuple[dict[str, NDArray[np.float64]], str, int]:
+    def sensor_samples(self, raw: bytes
+                       ) -> tuple[dict[str, NDArray[np.float64] | float | None], str, int]:
         """An ``inertial_id/SensorSamples`` payload: ``times`` (N,) and ``twist``,
-        ``proper_acceleration``, ``wrench``, ``wrench_raw`` (N, 6) and ``acceleration_noise``
-        ((N, 6, 6) or None) (the keyword arguments of
+        ``proper_acceleration``, ``wrench``, ``wrench_raw`` (N, 6), ``acceleration_noise``
+        ((N, 6, 6) or None) and ``filter_span`` (s) (the keyword arguments of
         :meth:`~inertial_id.core.online.OnlineEstimator.add`), the frame id and
         ``samples_before``."""
         _, frame_id, pos = self._header(raw)
@@ -196,7 +200,14 @@ class CdrDecoder:
             samples[field], pos = self._rows(raw, pos, times.size, 6)
         values, pos = self._doubles(raw, pos)
         samples["acceleration_noise"] = unpack_noise(values, times.size)
+        samples["filter_span"], pos = self._float64(raw, pos)
         return samples, frame_id, self._count(raw, pos)
+
+    def _float64(self, raw: bytes, pos: int) -> tuple[float, int]:
+        """The ``float64`` at payload offset ``pos`` (aligned to 8), and the offset after it."""
+        pos = (pos + 7) & -8
+        (value,) = self._FLOAT64.unpack_from(raw, 4 + pos)
+        return float(value), pos + 8
 
     def _count(self, raw: bytes, pos: int) -> int:
         """The ``uint64`` at payload offset ``pos`` (aligned to 8), the payload's last field."""
@@ -242,6 +253,7 @@ class CdrEncoder:
     _HEADER = struct.Struct("<4siII")
     _COUNT = struct.Struct("<I")
     _UINT64 = struct.Struct("<Q")
+    _FLOAT64 = struct.Struct("<d")
 
     def __init__(self) -> None:
         self._names: dict[tuple[str, ...], bytes] = {}
@@ -302,9 +314,9 @@ class CdrEncoder:
         out += stamps.tobytes()
 
     def joint_samples(self, batch: SyncedSamples, joint_names: Sequence[str],
-                      frame_id: str, samples_before: int = 0) -> bytes:
+                      frame_id: str, samples_before: int = 0, filter_span: float = 0.0) -> bytes:
         """An ``inertial_id/JointSamples`` of a non-empty batch (header stamp: its last
-        sample's; ``joint_names`` in the batch's column order)."""
+        sample's; ``joint_names`` in the batch's column order; ``filter_span`` in s)."""
         out = self._header(float(batch.times[-1]), frame_id)
         self._name_list(out, joint_names)
         self._times(out, batch.times)
@@ -314,6 +326,7 @@ class CdrEncoder:
         for values in (batch.twist, batch.proper_acceleration):
             self._doubles(out, () if values is None else values)
         self._doubles(out, pack_noise(batch.acceleration_noise))
+        self._float64(out, filter_span)
         self._uint64(out, samples_before)
         return bytes(out)
 
@@ -321,17 +334,22 @@ class CdrEncoder:
         self._align(out, 8)
         out += self._UINT64.pack(value)
 
+    def _float64(self, out: bytearray, value: float) -> None:
+        self._align(out, 8)
+        out += self._FLOAT64.pack(value)
+
     def sensor_samples(self, times: ArrayLike, frame_id: str, samples_before: int = 0,
                        acceleration_noise: NDArray[np.float64] | None = None,
-                       **fields: NDArray[np.float64]) -> bytes:
+                       filter_span: float = 0.0, **fields: NDArray[np.float64]) -> bytes:
         """An ``inertial_id/SensorSamples`` of N > 0 samples: ``times`` (N,) s, the (N, 6)
-        arrays named in :data:`SENSOR_FIELDS` and the (N, 6, 6) ``acceleration_noise`` or
-        None (header stamp: the last sample's)."""
+        arrays named in :data:`SENSOR_FIELDS`, the (N, 6, 6) ``acceleration_noise`` or
+        None and ``filter_span`` (s) (header stamp: the last sample's)."""
         times = np.asarray(times, dtype=float)
         out = self._header(float(times[-1]), frame_id)
         self._times(out, times)
         for name in SENSOR_FIELDS:
             self._doubles(out, fields[name])
         self._doubles(out, pack_noise(acceleration_noise))
+        self._float64(out, filter_span)
         self._uint64(out, samples_before)
         return bytes(out)

@@ -274,7 +274,8 @@ def test_joint_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObjec
     frame = data.draw(NAMES)
     batch = _batch(data, len(names), data.draw(st.booleans()))
     before = data.draw(st.integers(0, 2**64 - 1))
-    raw = CdrEncoder().joint_samples(batch, names, frame, before)
+    span = data.draw(st.floats(0.0, 1.0))
+    raw = CdrEncoder().joint_samples(batch, names, frame, before, span)
     empty = np.zeros(0)
     expected = BATCH_TYPES.types["inertial_id/msg/JointSamples"](
         header=_rosbags_header(batch.times[-1], frame), joint_names=names,
@@ -285,13 +286,15 @@ def test_joint_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObjec
         twist=empty if batch.twist is None else batch.twist.ravel(),
         proper_acceleration=(empty if batch.proper_acceleration is None
                              else batch.proper_acceleration.ravel()),
-        acceleration_noise=pack_noise(batch.acceleration_noise),
+        acceleration_noise=pack_noise(batch.acceleration_noise), filter_span=span,
         samples_before=before)
     assert raw == bytes(BATCH_TYPES.serialize_cdr(expected, "inertial_id/msg/JointSamples"))
-    decoded, decoded_names, decoded_frame, decoded_before = CdrDecoder().joint_samples(raw)
-    assert (list(decoded_names), decoded_frame, decoded_before) == (names, frame, before)
+    decoded, decoded_names, decoded_frame, decoded_before, decoded_span = (
+        CdrDecoder().joint_samples(raw))
+    assert (list(decoded_names), decoded_frame, decoded_before, decoded_span) == (
+        names, frame, before, span)
     ros = deserialize_message(raw, JointSamples)
-    assert ros.samples_before == before
+    assert (ros.samples_before, ros.filter_span) == (before, span)
     np.testing.assert_array_equal(decoded.times,
                                   [s.sec + 1e-9 * s.nanosec for s in ros.stamps])
     for field in ("position", "velocity", "acceleration", "wrench", "wrench_raw"):
@@ -320,15 +323,16 @@ def test_sensor_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObje
                                       batch.wrench_raw), strict=True))
     before = data.draw(st.integers(0, 2**64 - 1))
     noise = _noise(data, len(batch)) if data.draw(st.booleans()) else None
-    raw = CdrEncoder().sensor_samples(batch.times, frame, before, noise, **fields)
+    span = data.draw(st.floats(0.0, 1.0))
+    raw = CdrEncoder().sensor_samples(batch.times, frame, before, noise, span, **fields)
     expected = BATCH_TYPES.types["inertial_id/msg/SensorSamples"](
         header=_rosbags_header(batch.times[-1], frame),
         stamps=[_rosbags_time(t) for t in batch.times],
         **{name: values.ravel() for name, values in fields.items()},
-        acceleration_noise=pack_noise(noise), samples_before=before)
+        acceleration_noise=pack_noise(noise), filter_span=span, samples_before=before)
     assert raw == bytes(BATCH_TYPES.serialize_cdr(expected, "inertial_id/msg/SensorSamples"))
     samples, decoded_frame, decoded_before = CdrDecoder().sensor_samples(raw)
-    assert (decoded_frame, decoded_before) == (frame, before)
+    assert (decoded_frame, decoded_before, samples["filter_span"]) == (frame, before, span)
     np.testing.assert_array_equal(
         samples["times"], [s + 1e-9 * ns for s, ns in map(stamp_parts, batch.times)])
     for name, values in fields.items():

@@ -46,6 +46,9 @@ DROP_KEYS = (GATED, FROZEN, RESET, JUMP, OUT_OF_RANGE)
 """The ledger's drop reasons (:meth:`OnlineEstimator.ledger`)."""
 TARE_SAMPLES = 200
 """Latest samples (at most this many batches of them) whose mean residual a tare removes."""
+MAX_FILTER_SPAN = 10.0
+"""s: a longer past span of the gatherer's filter (its windows are under a second) is no
+filter's."""
 SETUP_CHECK_EVERY = 250
 """Samples between two set-up checks (:class:`SetupCheck`; a quarter second at 1 kHz)."""
 
@@ -262,10 +265,12 @@ class OnlineEstimator:
 
     def add(self, times: ArrayLike, twist: ArrayLike, proper_acceleration: ArrayLike,
             wrench: ArrayLike, wrench_raw: ArrayLike | None = None,
-            acceleration_noise: ArrayLike | None = None) -> StepResult:
+            acceleration_noise: ArrayLike | None = None,
+            filter_span: float | None = None) -> StepResult:
         """Process a batch of N samples, oldest first: (N,) stamps, (N, 6) arrays, and
         optionally the (N, 6, 6) covariances of the acceleration's noise
-        (:meth:`PayloadIdentifier.add`). A batch with a NaN or inf raises
+        (:meth:`PayloadIdentifier.add`) and the filter's past span (s, :attr:`filter_span`;
+        None keeps the last one). A batch with a NaN or inf raises
         :class:`SampleError`, one with a finite value beyond
         :data:`~inertial_id.core.synchronizer.MAX_ABS_VALUE` :class:`ImplausibleValueError`
         (nothing of it is kept).
@@ -277,6 +282,11 @@ class OnlineEstimator:
         held samples enter the estimate and the contact state restarts. The result covers
         the samples used, in order.
         """
+        if filter_span is not None:
+            if not 0.0 <= filter_span <= MAX_FILTER_SPAN:
+                raise SampleError(f"filter span must be 0 .. {MAX_FILTER_SPAN} s, got "
+                                  f"{filter_span}")
+            self.filter_span = float(filter_span)
         t = np.asarray(times, dtype=float)
         v = np.atleast_2d(np.asarray(twist, dtype=float))
         a = np.atleast_2d(np.asarray(proper_acceleration, dtype=float))

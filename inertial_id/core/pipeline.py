@@ -113,14 +113,13 @@ class PayloadPipeline:
         if n == 0:
             return 0
         assert self.gathering.choice is not None  # samples come once the filter is chosen
-        self.online.filter_span = self.gathering.choice.past_span
         if batch.twist is not None and batch.proper_acceleration is not None:
             twist, proper = batch.twist, batch.proper_acceleration  # matched filtering
         else:
             twist, proper = self.kinematics.compute(batch.position, batch.velocity,
                                                     batch.acceleration)
         step = self.online.add(batch.times, twist, proper, batch.wrench, batch.wrench_raw,
-                               batch.acceleration_noise)
+                               batch.acceleration_noise, self.gathering.choice.past_span)
         self.history.record_samples(batch.times, np.hstack((twist, proper, batch.wrench_raw)),
                                     self.samples)
         self.samples += n

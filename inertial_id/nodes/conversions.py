@@ -93,10 +93,10 @@ def wrench_from_bytes(raw: bytes, decoder: CdrDecoder) -> WrenchSample:
 
 @_decoder
 def joint_samples_from_bytes(raw: bytes, decoder: CdrDecoder
-                             ) -> tuple[SyncedSamples, tuple[str, ...], str, int]:
+                             ) -> tuple[SyncedSamples, tuple[str, ...], str, int, float]:
     """A serialised :class:`JointSamples`: the batch (joints in the message's order), the joint
-    names, the frame id and ``samples_before``; decoded as :func:`joint_state_from_bytes`
-    does."""
+    names, the frame id, ``samples_before`` and ``filter_span`` (s); decoded as
+    :func:`joint_state_from_bytes` does."""
     if CdrDecoder.little_endian_cdr(raw):
         return decoder.joint_samples(raw)
     msg = deserialize_message(raw, JointSamples)
@@ -113,22 +113,24 @@ def joint_samples_from_bytes(raw: bytes, decoder: CdrDecoder
                              if len(msg.proper_acceleration) else None),
         acceleration_noise=unpack_noise(msg.acceleration_noise, len(msg.stamps)),
     )
-    return batch, tuple(msg.joint_names), msg.header.frame_id, int(msg.samples_before)
+    return (batch, tuple(msg.joint_names), msg.header.frame_id, int(msg.samples_before),
+            float(msg.filter_span))
 
 
 @_decoder
 def sensor_samples_from_bytes(raw: bytes, decoder: CdrDecoder
-                              ) -> tuple[dict[str, NDArray[np.float64] | None], str, int]:
+                              ) -> tuple[dict[str, NDArray[np.float64] | float | None], str, int]:
     """A serialised :class:`SensorSamples`: ``times`` (N,), the (N, 6) arrays named in
-    :data:`~inertial_id.cdr.SENSOR_FIELDS` and ``acceleration_noise`` (the keyword arguments
-    of :meth:`OnlineEstimator.add`), the frame id and ``samples_before``; decoded as
-    :func:`joint_samples_from_bytes` does."""
+    :data:`~inertial_id.cdr.SENSOR_FIELDS`, ``acceleration_noise`` and ``filter_span`` (the
+    keyword arguments of :meth:`OnlineEstimator.add`), the frame id and ``samples_before``;
+    decoded as :func:`joint_samples_from_bytes` does."""
     if CdrDecoder.little_endian_cdr(raw):
         return decoder.sensor_samples(raw)
     msg = deserialize_message(raw, SensorSamples)
     samples: dict[str, NDArray[np.float64] | None] = {"times": _times(msg.stamps)}
     samples.update({name: _rows(getattr(msg, name), 6) for name in SENSOR_FIELDS})
     samples["acceleration_noise"] = unpack_noise(msg.acceleration_noise, len(msg.stamps))
+    samples["filter_span"] = float(msg.filter_span)
     return samples, msg.header.frame_id, int(msg.samples_before)
 
 

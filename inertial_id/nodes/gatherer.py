@@ -222,8 +222,10 @@ class Gatherer(PipelineNode):
         if not chosen and self.gathering.choice is not None:
             self.get_logger().info(self.gathering.choice.summary())
         if len(batch):
+            assert self.gathering.choice is not None  # samples come once it is chosen
             self.publisher.publish(self.encoder.joint_samples(
-                batch, self.gathering.joint_names, self.frames.frame, self.published))
+                batch, self.gathering.joint_names, self.frames.frame, self.published,
+                self.gathering.choice.past_span))
         self.published += len(batch)
 
 

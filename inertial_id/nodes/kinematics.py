@@ -97,7 +97,7 @@ class Kinematics(PipelineNode):
     def on_samples(self, raw: bytes) -> None:
         self.input.tick()
         try:
-            batch, names, frame_id, before = joint_samples_from_bytes(raw, self.decoder)
+            batch, names, frame_id, before, span = joint_samples_from_bytes(raw, self.decoder)
         except UndecodableError as exc:
             self.undecodable += 1
             self.get_logger().warning(f"joint samples dropped: {exc}", throttle_duration_sec=2.0)
@@ -141,7 +141,7 @@ class Kinematics(PipelineNode):
         self.publisher.publish(self.encoder.sensor_samples(
             batch.times, self.sensor_frame, self.samples_out, twist=twist,
             proper_acceleration=proper, wrench=batch.wrench, wrench_raw=batch.wrench_raw,
-            acceleration_noise=batch.acceleration_noise))
+            acceleration_noise=batch.acceleration_noise, filter_span=span))
         self.samples_out += len(batch)
 
 
