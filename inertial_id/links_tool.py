@@ -17,13 +17,18 @@ from numpy.typing import NDArray
 from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.friction import COULOMB_MODELS, FrictionModel
 from inertial_id.core.link_model import LinkModel, structural_base_parameters
+from inertial_id.core.link_selection import (
+    PRESLIDING,
+    PRIOR_WEIGHTS,
+    LinkOptions,
+    identify_links,
+    memory_candidates,
+)
 from inertial_id.core.link_urdf import identified_urdf
 from inertial_id.core.links import (
     METHODS,
     LinkIdentification,
-    LinkOptions,
     estimate_document,
-    identify_links,
     link_document,
 )
 from inertial_id.core.signals import savitzky_golay
@@ -45,6 +50,14 @@ Model per joint j: effort_j = s_j * (Y_j pi) + friction_j, with Y the joint-torq
 Coulomb + viscous + offset, and s_j the effort scale (effort per N m; 1 when efforts are
 torques, fitted per joint against the URDF's CAD torques with --fit-gains: efforts alone only
 give pi up to a common scale, which the CAD prior anchors).
+
+Chosen from the data unless given (cross-validation on --folds contiguous time blocks of the
+training rows, a guard of one filter window around each held-out block; score: geometric
+mean over joints of the held-out effort RMS): whether Coulomb friction keeps the direction
+of the last motion through rest (--direction-memory; a joint held still while others move
+keeps its friction level, which a dead band predicts as zero) and the prior weight
+(--prior-weight, sdp/qp). The choices and their scores are printed and written to the YAML;
+check-links, identify-payload and the nodes apply the friction model the YAML names.
 
 Methods: wls (weighted least squares on the base parameters, sigma % per base parameter),
 pls (partial least squares), sdp (least squares + CAD prior subject to J(pi_i) >= 0 for each
@@ -250,6 +263,14 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
                    "with --smooth-coulomb the velocity scale v0 of tanh(qd / v0)")
     p.add_argument("--smooth-coulomb", action="store_true",
                    help="Coulomb friction as tanh(qd / v0) instead of a dead band")
+    p.add_argument("--direction-memory", choices=("auto", "on", "off"), default="auto",
+                   help="Coulomb friction keeps the direction of the last motion through "
+                   "rest (presliding state; |qd| <= v0 leaves it alone): auto (default) "
+                   "chooses from the data, on, off (the dead band or tanh alone)")
+    p.add_argument("--presliding", type=float, metavar="X0",
+                   help="presliding displacement of the direction memory, rad or m (default: "
+                   f"with auto the best of {', '.join(f'{x:g}' for x in PRESLIDING)}, with on "
+                   f"{PRESLIDING[0]:g})")
     p.add_argument("--fit-gains", action="store_true",
                    help="efforts are not torques: fit each joint's effort scale against the "
                    "CAD torques first")
@@ -259,9 +280,13 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
     p.add_argument("--refine-gains", type=int, default=0, metavar="N",
                    help="sdp/qp: at most N alternations fitting the effort scales jointly "
                    "with the inertials (default 0: the CAD fit's scales)")
-    p.add_argument("--prior-weight", type=float, default=1e-2,
+    p.add_argument("--prior-weight", type=float,
                    help="sdp/qp: weight of ||(pi - pi_CAD)/units||^2 relative to the "
-                   "weighted effort energy (default 0.01)")
+                   "weighted effort energy (default: the best of "
+                   f"{', '.join(f'{w:g}' for w in PRIOR_WEIGHTS)} by cross-validation)")
+    p.add_argument("--folds", type=int, default=5,
+                   help="time blocks of the cross-validation that chooses what is not given "
+                   "(default 5)")
     p.add_argument("--max-relative-std", type=float, default=10.0,
                    help="sdp/qp: base parameters with sigma %% above this keep their CAD "
                    "values (Bonnet); 0 disables (default 10)")
@@ -311,23 +336,28 @@ def run_identify_links(args: argparse.Namespace) -> int:
     start, stop = args.train_rows or (0, n)
     if not 0 <= start < stop <= n:
         raise SampleError(f"--train-rows must satisfy 0 <= A < B <= {n}")
+    period = float(np.median(np.diff(data.t)))
     friction = FrictionModel(args.friction, not args.no_viscous, not args.no_offset,
-                             args.velocity_threshold, args.armature, args.smooth_coulomb)
+                             args.velocity_threshold, args.armature, args.smooth_coulomb,
+                             sample_period=period)
     base = structural_base_parameters(model)
-    options = LinkOptions(args.method, args.prior_weight, friction, args.fit_gains,
+    candidates = _friction_candidates(friction, args)
+    options = LinkOptions(args.method, args.prior_weight, candidates[0], args.fit_gains,
                           dict(args.known_gain), args.refine_gains, args.max_relative_std,
-                          args.consistency, args.com_margin, args.coloured_residuals)
+                          args.consistency, args.com_margin, args.coloured_residuals,
+                          friction_candidates=candidates,
+                          folds=args.folds, guard=args.window)
     problem, cad, estimate = identify_links(model, data.rows(start, stop), options, base)
+    friction = problem.friction_model
     urdf_path = Path(args.urdf)
     doc = {"method": args.method,
            "urdf": str(urdf_path.resolve()) if urdf_path.is_file() else str(args.urdf),
            "joints": model.joint_names,
            "locked": {k: float(v) for k, v in model.locked.items()},
            "train_rows": [int(start), int(stop)], "samples": problem.samples,
-           "friction_model": {"coulomb": friction.coulomb, "viscous": friction.viscous,
-                              "offset": friction.offset, "armature": friction.armature,
-                              "smooth": friction.smooth,
-                              "velocity_threshold": friction.velocity_threshold},
+           "friction_model": friction.settings(),
+           "prior_weight": estimate.info.get("prior_weight"),
+           "choices": _choices(estimate.info["selection"], args),
            "torque_rms": _rms(model.joint_names, problem.rms(estimate)),
            "torque_rms_cad": _rms(model.joint_names, problem.rms(cad))}
     doc.update(estimate_document(problem, estimate, args.max_relative_std or 10.0))
@@ -338,9 +368,10 @@ def run_identify_links(args: argparse.Namespace) -> int:
     others = np.ones(n, bool)
     others[start:stop] = False
     if np.any(others & data.valid):
-        keep = others & data.valid
-        held = LinkIdentification(model, data.q[keep], data.qd[keep], data.qdd[keep],
-                                  data.effort[keep], friction, base)
+        # The whole record, then its rows outside training: a friction state with memory
+        # enters them with the history of the rows before.
+        whole = LinkIdentification(model, *data.rows(0, n), friction, base)
+        held = whole.subset(others[data.valid])
         doc["validation_rms"] = _rms(model.joint_names, held.rms(estimate))
         doc["validation_rms_cad"] = _rms(model.joint_names, held.rms(cad))
     doc["seconds"] = round(time.perf_counter() - begin, 3)
@@ -356,10 +387,44 @@ def run_identify_links(args: argparse.Namespace) -> int:
     return 0
 
 
+def _friction_candidates(friction: FrictionModel, args: argparse.Namespace
+                         ) -> tuple[FrictionModel, ...]:
+    """The friction models ``--direction-memory`` leaves to choose from (one: the model)."""
+    presliding = (args.presliding,) if args.presliding is not None else PRESLIDING
+    if args.direction_memory == "off" or friction.coulomb == "none":
+        return (friction,)
+    if args.direction_memory == "on":
+        return (friction.with_presliding(presliding[0]),)
+    return memory_candidates(friction, presliding)
+
+
+def _choices(selection: dict[str, list[dict]], args: argparse.Namespace) -> dict:
+    """What was chosen from the data (the cross-validation tables) and what was given."""
+    out: dict[str, dict] = {}
+    for name, given in (("friction", args.direction_memory != "auto"),
+                        ("prior_weight", args.prior_weight is not None)):
+        if name in selection:
+            out[name] = {"source": "cross-validation", "folds": args.folds,
+                         "guard_rows": args.window, "candidates": selection[name]}
+        else:
+            out[name] = {"source": "option" if given else "not applicable"}
+    return out
+
+
 def _print_summary(model: LinkModel, doc: dict) -> None:
     print(f"{doc['method']}: {doc['samples']} samples, {len(doc['base_parameters'])} base "
           f"parameters ({sum(b['identifiable'] for b in doc['base_parameters'])} with "
           f"sigma <= threshold), {doc['seconds']:.1f} s")
+    f = doc["friction_model"]
+    memory = f"direction memory x0 {f['presliding']:g}" if f["presliding"] else "no memory"
+    weight = doc["prior_weight"]
+    print(f"friction: {f['coulomb']} Coulomb, {memory} "
+          f"({doc['choices']['friction']['source']}); prior weight "
+          f"{'-' if weight is None else f'{weight:g}'} "
+          f"({doc['choices']['prior_weight']['source']})")
+    for name, key in (("friction", "presliding"), ("prior_weight", "prior_weight")):
+        for row in doc["choices"][name].get("candidates", []):
+            print(f"  {name} {key} {row[key]:<8g} held-out score {row['score']:.5g}")
     print(f"{'joint':24s} {'RMS id':>10s} {'RMS CAD':>10s}")
     for j in model.joint_names:
         print(f"{j:24s} {doc['torque_rms'][j]:10.4g} {doc['torque_rms_cad'][j]:10.4g}")

@@ -27,7 +27,9 @@ error 100 |e - e_hat| / |e| (%), and the contacts found in the residual (Hotelli
 sample, the contact-free covariance learned robustly from the whole recording, so a recording
 that starts with a push is fine; a contact is 0.1 s above the threshold). --compare-urdf adds
 the same for the URDF's own inertials (rigid body only: a URDF has no friction). Positions
-are smoothed and differentiated with a Savitzky-Golay filter as in identify-links."""
+are smoothed and differentiated with a Savitzky-Golay filter as in identify-links. The
+model's friction is the one it names (a direction memory, if chosen, runs over this
+recording in time order at its own sample period)."""
 
 PAYLOAD_HELP = """\
 Identify a payload from joint torques, for arms without a wrist F/T sensor: its 10 inertial
@@ -136,7 +138,7 @@ def run_check_links(args: argparse.Namespace) -> int:
     """Run ``check-links``; 0 on success."""
     links = load_link_model(args)
     t, q, qd, qdd, effort = read_rows(links, args.bag, args)
-    predicted = links.efforts(q, qd, qdd)
+    predicted = links.at_sample_period(float(np.median(np.diff(t)))).efforts(q, qd, qdd)
     rms, relative = _scores(effort, predicted)
     doc: dict[str, Any] = {"joints": links.model.joint_names, "rms": rms,
                            "relative_error_percent": relative,

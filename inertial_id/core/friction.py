@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -73,15 +73,34 @@ class FrictionModel:
         if self.presliding > 0 and not self.sample_period > 0:
             raise InertialIdError("direction memory needs a sample period > 0")
 
-    def direction(self, qd: ArrayLike) -> NDArray[np.float64]:
+    def settings(self) -> dict[str, str | bool | float]:
+        """The model as plain values (the link model YAML's ``friction_model``)."""
+        return {"coulomb": self.coulomb, "viscous": self.viscous, "offset": self.offset,
+                "armature": self.armature, "smooth": self.smooth,
+                "velocity_threshold": self.velocity_threshold,
+                "presliding": self.presliding, "sample_period": self.sample_period}
+
+    @classmethod
+    def from_settings(cls, values: Mapping[str, object]) -> FrictionModel:
+        """The model of :meth:`settings` (a document without ``presliding`` has no memory)."""
+        return cls(str(values["coulomb"]), bool(values["viscous"]), bool(values["offset"]),
+                   float(values["velocity_threshold"]), bool(values["armature"]),
+                   bool(values["smooth"]), float(values.get("presliding", 0.0)),
+                   float(values.get("sample_period", 0.01)))
+
+    def direction(self, qd: ArrayLike, initial: ArrayLike | None = None
+                  ) -> NDArray[np.float64]:
         """The direction-memory state ``z`` (N, nv) of velocity rows in time order (see the
-        class docstring); starts from 0."""
+        class docstring); starts from ``initial`` (nv,), the state before the first row
+        (default 0: direction unknown), so a record processed in consecutive chunks gets the
+        states of the whole."""
         qd = np.atleast_2d(np.asarray(qd, dtype=float))
         step = np.where(np.abs(qd) > self.velocity_threshold, qd * self.sample_period, 0.0)
         sign = np.sign(step)
         decay = np.exp(-np.abs(step) / self.presliding)
         z = np.zeros_like(qd)
-        state = np.zeros(qd.shape[1])
+        state = (np.zeros(qd.shape[1]) if initial is None
+                 else np.asarray(initial, dtype=float).reshape(qd.shape[1]))
         for n in range(qd.shape[0]):
             state = sign[n] - (sign[n] - state) * decay[n]
             z[n] = state
@@ -98,15 +117,26 @@ class FrictionModel:
         """``joint.term`` for every column (joint-major)."""
         return [f"{j}.{t}" for j in joints for t in self.terms]
 
-    def regressor(self, qd: ArrayLike, qdd: ArrayLike | None = None) -> NDArray[np.float64]:
+    def with_presliding(self, presliding: float) -> FrictionModel:
+        """The same model with direction memory of presliding ``x0`` (0: none)."""
+        return replace(self, presliding=float(presliding))
+
+    @property
+    def memory(self) -> bool:
+        """Whether the Coulomb sign has direction memory (the regressor depends on history)."""
+        return self.presliding > 0 and self.coulomb != "none"
+
+    def regressor(self, qd: ArrayLike, qdd: ArrayLike | None = None,
+                  initial: ArrayLike | None = None) -> NDArray[np.float64]:
         """(N, nv) velocities (and accelerations) -> (N, nv, nv * terms), block-diagonal.
 
-        With direction memory the rows are one record in time order (class docstring)."""
+        With direction memory the rows are one record in time order (class docstring),
+        continuing from the state ``initial`` (:meth:`direction`)."""
         qd = np.atleast_2d(np.asarray(qd, dtype=float))
         n, nv = qd.shape
         if self.smooth or self.presliding > 0:
-            if self.presliding > 0 and self.coulomb != "none":
-                sign = self.direction(qd)
+            if self.memory:
+                sign = self.direction(qd, initial)
                 if self.smooth:
                     moving = np.tanh(qd / self.velocity_threshold)
                     sign = moving + (1.0 - np.abs(moving)) * sign

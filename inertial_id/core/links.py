@@ -26,9 +26,10 @@ Conventions
 
 Contents: :class:`LinkIdentification` (data, WLS with sigma %, PLS, the CAD baseline with
 fitted drive terms), :class:`ConstrainedLinkEstimator` (SDP / QP with the CAD prior),
-:func:`identify` (the estimator), :func:`identify_links` (the workflow the ``identify-links``
-command and the solver's ``links`` mode share) and the result as
-documents (:func:`estimate_document`, :func:`link_document`). The chain model and base
+:func:`identify` (the estimator) and the result as documents (:func:`estimate_document`,
+:func:`link_document`); the workflow the ``identify-links`` command and the solver's
+``links`` mode share, with its choices from the data, is
+:func:`inertial_id.core.link_selection.identify_links`. The chain model and base
 parameters are in :mod:`inertial_id.core.link_model`, friction in
 :mod:`inertial_id.core.friction`, writing the URDF in :mod:`inertial_id.core.link_urdf`.
 """
@@ -662,6 +663,35 @@ def _initial_directions(count: int = 24, seed: int = 7) -> list[NDArray[np.float
 METHODS = ("wls", "pls", "sdp", "qp")
 
 
+def constrained_solver(
+    problem: LinkIdentification,
+    method: str = "sdp",
+    prior_weight: float = 1e-3,
+    consistency: str = "link",
+    com_margin: float | None = None,
+    epsilon: float = 1e-6,
+    max_relative_std: float | None = None,
+    joint_sigma: ArrayLike | None = None,
+) -> tuple[ConstrainedLinkEstimator, NDArray[np.float64]]:
+    """The :class:`ConstrainedLinkEstimator` (sdp or qp) of :func:`identify` for ``problem``
+    and its per-joint weights' sigma (effort units): ``joint_sigma``, default the WLS residual
+    std per joint; with ``max_relative_std`` (percent) the base parameters of WLS sigma %
+    above it are held at CAD (Bonnet). Solve it at other prior weights with
+    :meth:`ConstrainedLinkEstimator.set_prior_weight` (no recompilation)."""
+    hold = None
+    if joint_sigma is None or max_relative_std is not None:
+        wls = problem.weighted_least_squares()
+        if max_relative_std is not None:
+            hold = ~(wls.relative_std[:problem.base.count] <= max_relative_std)
+        if joint_sigma is None:
+            joint_sigma = wls.joint_sigma
+    solver = ConstrainedLinkEstimator(problem.model, problem.base, problem.f.shape[-1],
+                                      method, prior_weight=prior_weight,
+                                      consistency=consistency, com_margin=com_margin,
+                                      epsilon=epsilon, hold=hold)
+    return solver, np.asarray(joint_sigma, dtype=float)
+
+
 def identify(
     problem: LinkIdentification,
     method: str = "sdp",
@@ -703,16 +733,9 @@ def identify(
         standard = problem.base.standard_closest(est.base, model.cad.ravel(),
                                                  _scales(model.cad).ravel())
         return replace(est, standard=standard.reshape(model.n, N_PI))
-    hold = None
-    if joint_sigma is None or max_relative_std is not None:
-        wls = problem.weighted_least_squares()
-        if max_relative_std is not None:
-            hold = ~(wls.relative_std[:problem.base.count] <= max_relative_std)
-        if joint_sigma is None:
-            joint_sigma = wls.joint_sigma
-    solver = ConstrainedLinkEstimator(model, problem.base, problem.f.shape[-1], method,
-                                      prior_weight=prior_weight, consistency=consistency,
-                                      com_margin=com_margin, epsilon=epsilon, hold=hold)
+    solver, joint_sigma = constrained_solver(problem, method, prior_weight, consistency,
+                                             com_margin, epsilon, max_relative_std,
+                                             joint_sigma)
     est = solver.solve(problem, joint_sigma)
     for _ in range(refine_scale):
         before = solver.objective
@@ -721,49 +744,6 @@ def identify(
         if before - solver.objective <= tolerance * before:
             break
     return est
-
-
-# ------------------------------------------------------------------------------ workflow
-
-
-@dataclass(frozen=True)
-class LinkOptions:
-    """How :func:`identify_links` identifies (the ``identify-links`` options; the solver node's
-    ``links`` mode). ``known_gain``: joint -> drive gain (effort = torque / gain) held fixed;
-    ``max_relative_std`` <= 0 keeps every base parameter in the fit."""
-
-    method: str = "sdp"
-    prior_weight: float = 1e-2
-    friction: FrictionModel = field(default_factory=FrictionModel)
-    fit_gains: bool = False
-    known_gain: dict[str, float] = field(default_factory=dict)
-    refine_gains: int = 0
-    max_relative_std: float = 10.0
-    consistency: str = "link"
-    com_margin: float | None = None
-    coloured_residuals: bool = False
-
-
-def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
-                   options: LinkOptions, base: BaseParameters | None = None
-                   ) -> tuple[LinkIdentification, LinkEstimate, LinkEstimate]:
-    """The problem on ``rows`` = (q, qd, qdd, effort), model joint order, the CAD model with
-    its fitted drive terms, and the identified estimate."""
-    known = options.known_gain
-    unknown = [n for n in known if n not in model.joint_names]
-    if unknown:
-        raise SampleError(f"known gains for joints that do not move: {', '.join(unknown)}")
-    scale = np.array([1.0 / known[n] if n in known else 1.0 for n in model.joint_names])
-    problem = LinkIdentification(model, *rows, options.friction, base, effort_scale=scale,
-                                 correlated_residuals=options.coloured_residuals,
-                                 known_scale=[n in known for n in model.joint_names])
-    cad = problem.fit_cad(fit_scale=options.fit_gains)
-    problem.effort_scale = cad.effort_scale.copy()
-    threshold = options.max_relative_std if options.max_relative_std > 0 else None
-    estimate = identify(problem, options.method, prior_weight=options.prior_weight,
-                        consistency=options.consistency, com_margin=options.com_margin,
-                        refine_scale=options.refine_gains, max_relative_std=threshold)
-    return problem, cad, estimate
 
 
 # ----------------------------------------------------------------------------- documents

@@ -19,6 +19,7 @@ import numpy as np
 import pinocchio as pin
 from numpy.typing import ArrayLike, NDArray
 
+from inertial_id.core.friction import FrictionModel
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.parameters import BodyParameters, skew
 from inertial_id.core.regressor import PAYLOAD_ON_SENSOR, regressor
@@ -49,12 +50,18 @@ DEFAULT_OFFSET = (1.2, -0.8, 2.5, 0.05, -0.03, 0.02)
 
 @dataclass(frozen=True)
 class FourierTrajectory:
-    """``q_i(t) = q0_i + sum_l A_il sin(l w t + phi_il)`` with ``w = 2 pi / period``."""
+    """``q_i(t) = q0_i + sum_l A_il sin(l w t + phi_il)`` with ``w = 2 pi / period``.
+
+    ``holds``: ``(joint, start, stop)`` (index, s, s): that joint stands still from ``start``
+    to ``stop`` while the others move, then goes on from where it stopped (its own clock
+    pauses; its velocity and acceleration are zero during the hold).
+    """
 
     home: NDArray[np.float64]
     amplitudes: NDArray[np.float64]  # (n_joints, harmonics), rad
     phases: NDArray[np.float64]  # (n_joints, harmonics), rad
     period: float
+    holds: tuple[tuple[int, float, float], ...] = ()
 
     @classmethod
     def random(
@@ -89,11 +96,16 @@ class FourierTrajectory:
         t = np.atleast_1d(np.asarray(t, dtype=float))
         k = np.arange(1, self.amplitudes.shape[1] + 1)
         w = 2 * np.pi / self.period * k  # (H,)
-        arg = t[:, None, None] * w[None, None, :] + self.phases[None]
+        clock = np.repeat(t[:, None], self.home.size, axis=1)  # each joint's own time
+        running = np.ones_like(clock)
+        for joint, start, stop in self.holds:
+            clock[:, joint] -= np.clip(t - start, 0.0, stop - start)
+            running[(t >= start) & (t < stop), joint] = 0.0
+        arg = clock[:, :, None] * w[None, None, :] + self.phases[None]
         amp = self.amplitudes[None]
         q = self.home + (amp * np.sin(arg)).sum(-1)
-        qd = (amp * w * np.cos(arg)).sum(-1)
-        qdd = -(amp * w**2 * np.sin(arg)).sum(-1)
+        qd = running * (amp * w * np.cos(arg)).sum(-1)
+        qdd = -running * (amp * w**2 * np.sin(arg)).sum(-1)
         return q, qd, qdd
 
 
@@ -125,6 +137,11 @@ class PayloadSimulation:
     ``effort_noise_std`` (N m) on joint torques; ``offset`` is the F/T bias
     ``[fx, fy, fz, tx, ty, tz]``. Joint friction: ``coulomb_friction`` (N m, smoothed over
     :data:`FRICTION_VELOCITY_SCALE`) and ``viscous_friction`` (N m s/rad), the same per joint.
+    With ``presliding`` ``x0`` > 0 (rad) the Coulomb torque is held at rest in the direction
+    of the last motion: ``fc (m + (1 - |m|) z)``, ``m = tanh(qd / 0.03)`` and ``z`` the
+    direction-memory state of :class:`~inertial_id.core.friction.FrictionModel` (dead band
+    :data:`FRICTION_VELOCITY_SCALE`), continued from one :meth:`joint_efforts` call to the
+    next, so successive calls must be consecutive times.
     """
 
     kinematics: SensorKinematics
@@ -139,6 +156,7 @@ class PayloadSimulation:
     effort_noise_std: float = 0.05
     coulomb_friction: float = 0.3
     viscous_friction: float = 0.1
+    presliding: float = 0.0
     contacts: tuple[Contact, ...] = ()
     payload_changes: tuple[tuple[float, BodyParameters], ...] = ()
     seed: int = 0
@@ -148,6 +166,7 @@ class PayloadSimulation:
         self._rng = np.random.default_rng(self.seed)
         self._effort_rng = np.random.default_rng([self.seed, 2])  # its own stream
         self._dynamics: tuple | None = None
+        self._direction: NDArray[np.float64] | None = None  # memory state after the last call
         self.payload_changes = tuple(sorted(self.payload_changes, key=lambda c: c[0]))
 
     def payload_at(self, t: float) -> BodyParameters:
@@ -201,6 +220,20 @@ class PayloadSimulation:
         qd = qd + self._rng.normal(size=qd.shape) * self.velocity_noise_std
         return q, qd
 
+    def _coulomb_sign(self, times: NDArray[np.float64], qd: NDArray[np.float64]
+                      ) -> NDArray[np.float64]:
+        """The Coulomb term's sign (N, nv): ``tanh(qd / v)``, or with ``presliding`` the
+        memory form (class docstring), integrated at the median step of ``times``."""
+        moving = np.tanh(qd / FRICTION_VELOCITY_SCALE)
+        if not self.presliding > 0:
+            return moving
+        step = float(np.median(np.diff(times))) if times.size > 1 else 1e-3
+        memory = FrictionModel("symmetric", velocity_threshold=FRICTION_VELOCITY_SCALE,
+                               presliding=self.presliding, sample_period=step)
+        z = memory.direction(qd, self._direction)
+        self._direction = z[-1].copy()
+        return moving + (1.0 - np.abs(moving)) * z
+
     def joint_efforts(self, times: ArrayLike, noise: bool = True) -> NDArray[np.float64]:
         """Joint torques at ``times`` (N, nv), N m: links (RNEA with the URDF's inertials and
         the kinematics' gravity) + payload and contact at the sensor frame + friction."""
@@ -214,7 +247,7 @@ class PayloadSimulation:
         links = np.array([pin.rnea(model, data, c, v, a) for c, v, a in
                           zip(k.configuration(q), qd, qdd, strict=True)])
         payload = np.einsum("nki,nk->ni", k.jacobians(q), self._held_wrench(times, q, qd, qdd))
-        friction = (self.coulomb_friction * np.tanh(qd / FRICTION_VELOCITY_SCALE)
+        friction = (self.coulomb_friction * self._coulomb_sign(np.atleast_1d(times), qd)
                     + self.viscous_friction * qd)
         clean = links + payload + friction
         if not noise:

@@ -99,9 +99,7 @@ class LinkTorqueModel:
                              f"chain {model.joint_names}")
         by_joint = {entry["joint"]: entry["pi_joint_frame"] for entry in doc["links"].values()}
         standard = np.array([by_joint[name] for name in model.joint_names], dtype=float)
-        f = doc["friction_model"]
-        friction = FrictionModel(f["coulomb"], f["viscous"], f["offset"],
-                                 f["velocity_threshold"], f["armature"], f["smooth"])
+        friction = FrictionModel.from_settings(doc["friction_model"])
         coefficients = np.array([doc["friction"][joint][term]
                                  for joint in model.joint_names for term in friction.terms],
                                 dtype=float)
@@ -128,20 +126,32 @@ class LinkTorqueModel:
             raise ModelError(f"{path}: not a usable link model ({type(exc).__name__}: {exc})"
                              ) from exc
 
-    def efforts(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> NDArray[np.float64]:
-        """Predicted efforts (N, nv) of the arm alone."""
-        return self.rigid_efforts(q, qd, qdd) + self.friction_efforts(qd, qdd)
+    def at_sample_period(self, period: float) -> LinkTorqueModel:
+        """The same model for rows ``period`` s apart (the step of a direction-memory friction
+        state; without memory the model itself)."""
+        if not self.friction.memory:
+            return self
+        return replace(self, friction=replace(self.friction, sample_period=float(period)))
+
+    def efforts(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
+                initial: ArrayLike | None = None) -> NDArray[np.float64]:
+        """Predicted efforts (N, nv) of the arm alone; rows in time order when the friction
+        has direction memory, continuing from its state ``initial`` (default 0)."""
+        return self.rigid_efforts(q, qd, qdd) + self.friction_efforts(qd, qdd, initial)
 
     def rigid_efforts(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> NDArray[np.float64]:
         """The rigid-body part of the efforts, ``s (Y pi_links)`` (N, nv)."""
         rigid = np.einsum("njp,p->nj", self.model.regressor(q, qd, qdd), self.standard.ravel())
         return self.effort_scale * rigid
 
-    def friction_efforts(self, qd: ArrayLike, qdd: ArrayLike) -> NDArray[np.float64]:
-        """The friction and offset part of the efforts (N, nv)."""
+    def friction_efforts(self, qd: ArrayLike, qdd: ArrayLike,
+                         initial: ArrayLike | None = None) -> NDArray[np.float64]:
+        """The friction and offset part of the efforts (N, nv) (``initial``: the direction
+        memory's state before the first row, see :meth:`efforts`)."""
         if self.coefficients.size == 0:
             return np.zeros_like(np.atleast_2d(np.asarray(qd, dtype=float)))
-        return np.einsum("njf,f->nj", self.friction.regressor(qd, qdd), self.coefficients)
+        return np.einsum("njf,f->nj", self.friction.regressor(qd, qdd, initial),
+                         self.coefficients)
 
     def refit_drive_terms(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
                           effort: ArrayLike, friction: FrictionModel | None = None
@@ -210,20 +220,23 @@ class TorquePayloadIdentifier:
                            regressor(np.atleast_2d(twist), np.atleast_2d(proper)))
         return jacobians, self.links.effort_scale[None, :, None] * torque
 
-    def terms(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike
-              ) -> tuple[NDArray[np.float64], ...]:
-        """For (N, nv) samples (model joint order): the payload frame's Jacobians (N, 6, nv),
-        the rows (:meth:`rows`) and the targets ``e - e_links`` (N, nv), the arm computed
-        once for all three."""
+    def terms(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike,
+              initial: ArrayLike | None = None) -> tuple[NDArray[np.float64], ...]:
+        """For (N, nv) samples (model joint order, time order): the payload frame's Jacobians
+        (N, 6, nv), the rows (:meth:`rows`) and the targets ``e - e_links`` (N, nv), the arm
+        computed once for all three; ``initial``: the link friction's direction-memory state
+        before the first row (:meth:`LinkTorqueModel.efforts`)."""
         q, qd, qdd, effort = self.links.model.batch(q, qd, qdd, effort)
         if not all(np.all(np.isfinite(a)) for a in (q, qd, qdd, effort)):
             raise SampleError("joint data contain NaN or inf")
         jacobians, rows = self._jacobians_and_rows(q, qd, qdd)
-        return jacobians, rows, effort - self.links.efforts(q, qd, qdd)
+        return jacobians, rows, effort - self.links.efforts(q, qd, qdd, initial)
 
-    def add(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike) -> None:
-        """Accumulate (N, nv) samples in time order (model joint order)."""
-        _, rows, target = self.terms(q, qd, qdd, effort)
+    def add(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike,
+            initial: ArrayLike | None = None) -> None:
+        """Accumulate (N, nv) samples in time order (model joint order; ``initial``: see
+        :meth:`terms`)."""
+        _, rows, target = self.terms(q, qd, qdd, effort, initial)
         self.add_rows(rows, target)
 
     def add_rows(self, rows: NDArray[np.float64], target: NDArray[np.float64]) -> None:
@@ -256,7 +269,9 @@ class TorquePayloadStream:
     pending ones with a Savitzky-Golay filter of ``window`` samples (``order``) on their stamps
     and adds every sample whose window is complete to the statistics, keeping the last
     ``window - 1`` states for the next call. Each state enters the statistics once, so the
-    cost per state is constant however long the stream runs (cumulative estimate).
+    cost per state is constant however long the stream runs (cumulative estimate). A link
+    friction with direction memory is carried from one chunk to the next (its state and step
+    follow the stream).
     """
 
     def __init__(self, identifier: TorquePayloadIdentifier, window: int = 31,
@@ -269,6 +284,7 @@ class TorquePayloadStream:
         self._q: list[NDArray[np.float64]] = []
         self._e: list[NDArray[np.float64]] = []
         self._done = 0  # samples of the buffer already in the statistics
+        self._direction: NDArray[np.float64] | None = None  # memory state after the last chunk
         self.samples = 0
         self.period = float("nan")  # s, median spacing of the states seen in the last window
 
@@ -282,8 +298,9 @@ class TorquePayloadStream:
 
     def ready(self) -> tuple[NDArray[np.float64], ...] | None:
         """The pending samples whose filter window is complete, smoothed and differentiated:
-        ``(t, q, qd, qdd, effort)`` (None when there are none); each sample is returned once,
-        and the buffer keeps only the last ``window - 1`` states."""
+        ``(t, q, qd, qdd, effort, initial)`` (None when there are none), ``initial`` the link
+        friction's direction-memory state before the first row (None without memory); each
+        sample is returned once, and the buffer keeps only the last ``window - 1`` states."""
         half = self.window // 2
         n = len(self._t)
         ready = n - half  # samples [done, ready) have a full centred window
@@ -297,13 +314,20 @@ class TorquePayloadStream:
         keep = max(ready - half, 0)  # the next window needs the last `window - 1` states
         del self._t[:keep], self._q[:keep], self._e[:keep]
         self._done = ready - keep
-        return (t[rows], *smooth, e[rows])
+        initial = self._direction
+        friction = self.identifier.links.friction
+        if friction.memory:
+            friction = replace(friction, sample_period=self.period)
+            self.identifier.links = replace(self.identifier.links, friction=friction)
+            self._direction = friction.direction(smooth[1], initial)[-1]
+        return (t[rows], *smooth, e[rows], initial)
 
-    def add(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike) -> None:
-        """Add samples (from :meth:`ready`) to the statistics."""
+    def add(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike,
+            initial: ArrayLike | None = None) -> None:
+        """Add samples (from :meth:`ready`, with its ``initial``) to the statistics."""
         q = np.atleast_2d(np.asarray(q, dtype=float))
         if q.shape[0]:
-            self.identifier.add(q, qd, qdd, effort)
+            self.identifier.add(q, qd, qdd, effort, initial)
             self.samples += q.shape[0]
 
     def add_rows(self, rows: NDArray[np.float64], target: NDArray[np.float64]) -> None:
@@ -326,6 +350,7 @@ class TorquePayloadStream:
         self.identifier.reset()
         self._t, self._q, self._e = [], [], []
         self._done = self.samples = 0
+        self._direction = None
 
 
 MIN_CONTACT = 0.1
@@ -392,8 +417,8 @@ class TorquePayloadOnline:
         chunk = self.stream.ready()
         if chunk is None:
             return None
-        t, q, qd, qdd, effort = chunk
-        jacobians, rows, target = self.stream.identifier.terms(q, qd, qdd, effort)
+        t, q, qd, qdd, effort, initial = chunk
+        jacobians, rows, target = self.stream.identifier.terms(q, qd, qdd, effort, initial)
         n = t.size
         events: list[str] = []
         t2, contact = np.zeros(n), np.zeros(n, dtype=bool)

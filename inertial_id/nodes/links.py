@@ -3,9 +3,10 @@
 With ``mode: links`` the solver subscribes ``joint_states`` (sensor_msgs/JointState with
 ``effort``) instead of ``sensor_samples``. It keeps every ``links_decimation``-th state of the
 last ``links_horizon`` seconds and every ``links_solve_period`` seconds identifies the links
-with the same code as ``inertial-id identify-links`` (:func:`inertial_id.core.links.
-identify_links`): positions smoothed and differentiated by a Savitzky-Golay filter on the
-stamps, base parameters, friction and offsets, the URDF's inertials as the prior, per-link
+with the same code as ``inertial-id identify-links``
+(:func:`inertial_id.core.link_selection.identify_links`, at the node's prior weight):
+positions smoothed and differentiated by a Savitzky-Golay filter on the stamps, base
+parameters, friction and offsets, the URDF's inertials as the prior, per-link
 ``J(pi) >= 0`` (sdp/qp). It publishes ``~/link_parameters`` (inertial_id/InertialParameters,
 one per link, ``header.frame_id`` the link, ``pi`` about the link frame's origin in its axes;
 ``std`` is NaN: the standard parameters of links are not all identifiable) and ``~/links``
@@ -33,13 +34,8 @@ from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.friction import FrictionModel
 from inertial_id.core.kinematics import JointMapper, load_urdf_model, movable_joint_names
 from inertial_id.core.link_model import LinkModel
-from inertial_id.core.links import (
-    METHODS,
-    LinkOptions,
-    estimate_document,
-    identify_links,
-    link_document,
-)
+from inertial_id.core.link_selection import LinkOptions, identify_links
+from inertial_id.core.links import METHODS, estimate_document, link_document
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.signals import savitzky_golay
 from inertial_id.core.timepolicy import StampPolicy
@@ -188,6 +184,7 @@ class LinksMode:
                                  strict=True))
         self._publish(own, problem.samples, self.states[-1][0])
         doc = {"joints": self.model.joint_names, "samples": problem.samples,
+               "friction_model": problem.friction_model.settings(),
                "torque_rms": self.last_rms,
                "torque_rms_cad": dict(zip(self.model.joint_names, problem.rms(cad).tolist(),
                                           strict=True))}

@@ -1,0 +1,204 @@
+"""Link identification with its modelling choices made from the data (the workflow of
+``inertial-id identify-links`` and the solver's ``links`` mode, :func:`identify_links`):
+cross-validation on contiguous time blocks of the identification record itself.
+
+The record (N samples in time order, model joint order) is cut into ``folds`` contiguous
+blocks; each block is predicted by a fit on the others, leaving out ``guard`` rows on each side
+of the held-out block (filtered signals and coloured residuals reach that far, so neighbouring
+rows would leak). The per-joint RMS of measured minus predicted effort is pooled over the
+blocks (effort units) and a choice is scored by the **geometric mean over joints** of these
+RMS: unit-free (torques and forces, drive units mix), every joint counts equally.
+
+Two choices use it:
+
+- :func:`choose_friction`: the Coulomb model, e.g. the dead band against the direction memory
+  (a joint held at rest keeps the Coulomb level of its last motion, see
+  :class:`~inertial_id.core.friction.FrictionModel`), each candidate scored by weighted least
+  squares (all base parameters and friction free, so the friction model is compared on equal
+  terms whatever the prior);
+- :func:`choose_prior_weight`: the weight ``w`` of the CAD prior of the constrained estimators
+  (:class:`~inertial_id.core.links.ConstrainedLinkEstimator`), on a grid; each fold's solver is
+  compiled once and re-solved per weight.
+
+A friction state with memory is computed over the whole record before the blocks are cut
+(:meth:`LinkIdentification.subset` keeps it), so a held-out block starts with the history of
+the rows before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from inertial_id.core.errors import InertialIdError, SampleError
+from inertial_id.core.friction import FrictionModel
+from inertial_id.core.link_model import BaseParameters, LinkModel
+from inertial_id.core.links import (
+    LinkEstimate,
+    LinkIdentification,
+    constrained_solver,
+    identify,
+)
+
+PRIOR_WEIGHTS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
+"""The prior weights :func:`choose_prior_weight` tries by default (unit-free)."""
+PRESLIDING = (1e-3, 1e-2)
+"""Presliding displacements ``x0`` (rad or m) of the direction-memory candidates."""
+FOLDS = 5
+
+Fit = Callable[[LinkIdentification], LinkEstimate]
+
+
+def training_rows(n: int, held_out: NDArray[np.intp], guard: int) -> NDArray[np.intp]:
+    """Rows of ``range(n)`` farther than ``guard`` rows from the contiguous ``held_out``."""
+    rows = np.arange(n)
+    return rows[(rows < held_out[0] - guard) | (rows > held_out[-1] + guard)]
+
+
+def score(rms: NDArray[np.float64]) -> float:
+    """Geometric mean over joints of per-joint RMS (inf when any is not finite)."""
+    rms = np.asarray(rms, dtype=float)
+    if not np.all(np.isfinite(rms)):
+        return float("inf")
+    return float(np.exp(np.mean(np.log(np.maximum(rms, 1e-300)))))
+
+
+def _folds(problem: LinkIdentification, folds: int, guard: int
+           ) -> list[tuple[NDArray[np.intp], NDArray[np.intp]]]:
+    """(training rows, held-out rows) per contiguous block."""
+    n = problem.samples
+    if folds < 2 or n < folds * (2 * guard + 2):
+        raise InertialIdError(f"{n} samples are too few for {folds} time blocks with a guard "
+                              f"of {guard} rows")
+    return [(training_rows(n, held, guard), held)
+            for held in np.array_split(np.arange(n), folds)]
+
+
+def cross_validated_rms(problem: LinkIdentification, fit: Fit, folds: int = FOLDS,
+                        guard: int = 0) -> NDArray[np.float64]:
+    """Per-joint RMS (effort units) of ``fit`` predicting each of ``folds`` contiguous blocks
+    of ``problem``'s samples from the rest (minus ``guard`` rows each side), pooled."""
+    squares = np.zeros(problem.model.n)
+    for train, held in _folds(problem, folds, guard):
+        estimate = fit(problem.subset(train))
+        squares += problem.subset(held).rms(estimate) ** 2 * held.size
+    return np.sqrt(squares / problem.samples)
+
+
+def memory_candidates(friction: FrictionModel, presliding: Sequence[float] = PRESLIDING
+                      ) -> tuple[FrictionModel, ...]:
+    """``friction`` without direction memory, then with each presliding ``x0``."""
+    return (friction.with_presliding(0.0),
+            *(friction.with_presliding(x0) for x0 in presliding))
+
+
+def choose_friction(problem: LinkIdentification, candidates: Sequence[FrictionModel],
+                    folds: int = FOLDS, guard: int = 0) -> tuple[FrictionModel, list[dict]]:
+    """The candidate of best cross-validated WLS score on ``problem`` (its rows in time
+    order, the whole record) and a table of every candidate's settings, per-joint RMS and
+    score (lower is better)."""
+    table = []
+    for friction in candidates:
+        rms = cross_validated_rms(problem.with_friction(friction),
+                                  LinkIdentification.weighted_least_squares, folds, guard)
+        table.append({**friction.settings(), "score": score(rms), "rms": rms.tolist()})
+    best = min(range(len(table)), key=lambda k: table[k]["score"])
+    return candidates[best], table
+
+
+def choose_prior_weight(problem: LinkIdentification, method: str = "sdp",
+                        weights: Sequence[float] = PRIOR_WEIGHTS, folds: int = FOLDS,
+                        guard: int = 0, **options: object) -> tuple[float, list[dict]]:
+    """The prior weight of best cross-validated score of the constrained estimate (``method``
+    sdp or qp; ``options``: :func:`~inertial_id.core.links.constrained_solver`'s
+    ``consistency``, ``com_margin``, ``epsilon``, ``max_relative_std``), and a table of every
+    weight's per-joint RMS and score. A weight whose solve fails in some block scores inf."""
+    squares = np.zeros((len(weights), problem.model.n))
+    for train, held in _folds(problem, folds, guard):
+        fold, test = problem.subset(train), problem.subset(held)
+        solver, sigma = constrained_solver(fold, method, **options)
+        for k, weight in enumerate(weights):
+            solver.set_prior_weight(weight)
+            try:
+                squares[k] += test.rms(solver.solve(fold, sigma)) ** 2 * held.size
+            except InertialIdError:
+                squares[k] = np.inf
+    rms = np.sqrt(squares / problem.samples)
+    table = [{"prior_weight": float(w), "score": score(r), "rms": r.tolist()}
+             for w, r in zip(weights, rms, strict=True)]
+    best = min(range(len(table)), key=lambda k: table[k]["score"])
+    if not np.isfinite(table[best]["score"]):
+        raise InertialIdError("no prior weight gave a solution in every time block")
+    return float(weights[best]), table
+
+
+# ------------------------------------------------------------------------------ workflow
+
+
+@dataclass(frozen=True)
+class LinkOptions:
+    """How :func:`identify_links` identifies (the ``identify-links`` options; the solver node's
+    ``links`` mode). ``known_gain``: joint -> drive gain (effort = torque / gain) held fixed;
+    ``max_relative_std`` <= 0 keeps every base parameter in the fit.
+
+    Choices from the data (cross-validation on ``folds`` time blocks with ``guard`` rows,
+    module docstring): with more than one ``friction_candidates`` the friction model is the
+    best of them (else ``friction``); with ``prior_weight`` None the prior weight is the best
+    of ``prior_weights`` (sdp and qp; wls and pls have no prior)."""
+
+    method: str = "sdp"
+    prior_weight: float | None = None
+    friction: FrictionModel = field(default_factory=FrictionModel)
+    fit_gains: bool = False
+    known_gain: dict[str, float] = field(default_factory=dict)
+    refine_gains: int = 0
+    max_relative_std: float = 10.0
+    consistency: str = "link"
+    com_margin: float | None = None
+    coloured_residuals: bool = False
+    friction_candidates: tuple[FrictionModel, ...] = ()
+    prior_weights: tuple[float, ...] = PRIOR_WEIGHTS
+    folds: int = FOLDS
+    guard: int = 0
+
+
+def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
+                   options: LinkOptions, base: BaseParameters | None = None
+                   ) -> tuple[LinkIdentification, LinkEstimate, LinkEstimate]:
+    """The problem on ``rows`` = (q, qd, qdd, effort), model joint order, rows in time order,
+    the CAD model with its fitted drive terms, and the identified estimate. The choices made
+    from the data and their cross-validated scores are in the estimate's
+    ``info["selection"]`` (``friction``, ``prior_weight``: the tables of
+    :func:`choose_friction` and :func:`choose_prior_weight`); the prior weight used is in
+    ``info["prior_weight"]``."""
+    known = options.known_gain
+    unknown = [n for n in known if n not in model.joint_names]
+    if unknown:
+        raise SampleError(f"known gains for joints that do not move: {', '.join(unknown)}")
+    scale = np.array([1.0 / known[n] if n in known else 1.0 for n in model.joint_names])
+    problem = LinkIdentification(model, *rows, options.friction, base, effort_scale=scale,
+                                 correlated_residuals=options.coloured_residuals,
+                                 known_scale=[n in known for n in model.joint_names])
+    cad = problem.fit_cad(fit_scale=options.fit_gains)
+    problem.effort_scale = cad.effort_scale.copy()
+    selection: dict[str, list[dict]] = {}
+    if len(options.friction_candidates) > 1:
+        friction, selection["friction"] = choose_friction(
+            problem, options.friction_candidates, options.folds, options.guard)
+        problem = problem.with_friction(friction)
+        cad = problem.fit_cad(fit_scale=options.fit_gains)
+        problem.effort_scale = cad.effort_scale.copy()
+    threshold = options.max_relative_std if options.max_relative_std > 0 else None
+    settings = {"consistency": options.consistency, "com_margin": options.com_margin,
+                "max_relative_std": threshold}
+    weight = options.prior_weight
+    if weight is None and options.method in ("sdp", "qp"):
+        weight, selection["prior_weight"] = choose_prior_weight(
+            problem, options.method, options.prior_weights, options.folds, options.guard,
+            **settings)
+    estimate = identify(problem, options.method, prior_weight=weight or 0.0,
+                        refine_scale=options.refine_gains, **settings)
+    return problem, cad, replace(estimate, info={**estimate.info, "selection": selection})
