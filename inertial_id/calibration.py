@@ -72,15 +72,18 @@ def snippet_path(path: Path) -> Path:
     return path.with_name(f"{path.stem}.inertial.xml")
 
 
-def save(path: Path, estimate: Estimate, frame: str, converged: Mapping[str, bool]) -> Path:
+def save(path: Path, estimate: Estimate, frame: str, converged: Mapping[str, bool],
+         extra: Mapping[str, Any] | None = None) -> Path:
     """Write the calibration YAML to ``path`` and the URDF snippet beside it (creating the
-    directory); returns the snippet's path. :class:`InertialIdError` when it cannot."""
+    directory); returns the snippet's path. ``extra`` sections (e.g. the applier's
+    ``applied``) are added to the YAML. :class:`InertialIdError` when it cannot."""
     doc = {
         "estimate": estimate_document(estimate, frame),
         "covariance": [_floats(row) for row in estimate.covariance],
         "converged": {k: bool(v) for k, v in converged.items()},
         "samples": float(estimate.samples),
         "saved_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        **(extra or {}),
     }
     snippet = snippet_path(path)
     try:

@@ -17,6 +17,7 @@ inertia is about the CoM in the frame's axes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -54,11 +55,31 @@ class Target:
     units: str
     """One line naming each field's unit and frame (``{frame}`` is filled in)."""
     fields: Callable[[Estimate, Options], dict[str, Any]]
+    groups: tuple[str, ...]
+    """What the fields carry (:data:`inertial_id.core.applying.GROUPS`): mass, com, inertia,
+    offset."""
 
     @property
     def parameters(self) -> bool:
         """True for a controller's parameters, False for a service request."""
         return self.interface.startswith("parameters")
+
+    @property
+    def service(self) -> tuple[str, str]:
+        """A driver's service name and type (``ur_msgs/srv/SetPayload``); empty for a
+        controller's parameters."""
+        match = _SERVICE.match(self.interface)
+        return (match[1], match[2]) if match else ("", "")
+
+    @property
+    def node(self) -> str:
+        """The controller node whose parameters are set, when the target names one."""
+        match = _NODE.fullmatch(self.interface)
+        return match[1] if match else ""
+
+
+_SERVICE = re.compile(r"service (\S+) \((\w+/srv/\w+)")
+_NODE = re.compile(r"parameters of (\w+)")
 
 
 def _floats(values: NDArray[np.float64], scale: float = 1.0) -> list[float]:
@@ -133,29 +154,33 @@ def admittance_parameters(estimate: Estimate, options: Options) -> dict[str, Any
     }}
 
 
+PAYLOAD_GROUPS = ("mass", "com", "inertia")
+
 _FLANGE_UNITS = ("kg; CoG in m from {frame} to the CoM, {frame} axes; inertia in kg m^2 about "
                  "the CoM, {frame} axes")
 
 TARGETS: Mapping[str, Target] = {t.name: t for t in (
     Target("ur", "service /io_and_status_controller/set_payload (ur_msgs/srv/SetPayload)",
            True, "mass " + _FLANGE_UNITS + "; transition_time s. Drivers before the 2026 "
-           "extension take only mass and center_of_gravity", ur_request),
+           "extension take only mass and center_of_gravity", ur_request, PAYLOAD_GROUPS),
     Target("ur7", "service /io_and_status_controller/set_payload (ur_msgs/srv/SetPayload, 7.0)",
-           True, "payload.m " + _FLANGE_UNITS + "; transition_time s", ur7_request),
+           True, "payload.m " + _FLANGE_UNITS + "; transition_time s", ur7_request,
+           PAYLOAD_GROUPS),
     Target("franka", "service /service_server/set_load (franka_msgs/srv/SetLoad)", True,
            "mass " + _FLANGE_UNITS + " (load_inertia column-major). Leave out the end "
-           "effector configured in the vendor's web tool", franka_request),
+           "effector configured in the vendor's web tool", franka_request, PAYLOAD_GROUPS),
     Target("xarm", "service /xarm/set_tcp_load (xarm_msgs/srv/SetTcpLoad)", True,
            "weight kg; center_of_gravity in MILLIMETRES from {frame} to the CoM, {frame} axes",
-           xarm_request),
+           xarm_request, ("mass", "com")),
     Target("fts-broadcaster", "parameters of force_torque_sensor_broadcaster", False,
            "offset.force N, offset.torque N m, {frame} axes: ADDED to the reading (minus the "
-           "estimated bias)", broadcaster_parameters),
+           "estimated bias)", broadcaster_parameters, ("offset",)),
     Target("gravity-compensation", "parameters of a control_toolbox GravityCompensation filter",
            False, "tool.mass kg; tool.CoG m from {frame} to the CoM, {frame} axes",
-           gravity_compensation_parameters),
+           gravity_compensation_parameters, ("mass", "com")),
     Target("admittance", "parameters of admittance_controller", False,
            "gravity_compensation.CoG.pos m from {frame} to the CoM, {frame} axes; CoG.force "
-           f"the weight in N (mass x {STANDARD_GRAVITY:g} m/s^2)", admittance_parameters),
+           f"the weight in N (mass x {STANDARD_GRAVITY:g} m/s^2)", admittance_parameters,
+           ("mass", "com")),
 )}
 """Every target, by its ``inertial-id export --to`` name."""

@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from inertial_id import calibration
+from inertial_id.core.applying import GateSettings
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.gathering import GathererSettings
 from inertial_id.core.kinematics import DEFAULT_GRAVITY, SensorKinematics
 from inertial_id.core.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.payload import NOISE_STD_RANGE, PayloadConfig
+from inertial_id.handoff import TARGETS
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,10 @@ SOLVER_PARAMS = LINKS_PARAMS + (
           "contact-free samples that learn the residual covariance (a change applies to the "
           "next training: after a reset or a payload change)", low=13, unit="samples",
           live=True),
+    Param("training_time", _O.training_time,
+          "s: the training also ends once its contact-free samples span this long (with at "
+          "least 50 of them), so a slow wrench stream trains as soon as a fast one; 0: by "
+          "training_samples only", low=0, unit="s", live=True),
     Param("on_samples", _O.on_samples, "consecutive samples above the threshold start a contact",
           low=1, unit="samples", live=True),
     Param("off_samples", _O.off_samples, "consecutive samples below release * threshold end it",
@@ -218,6 +224,36 @@ SOLVER_PARAMS = LINKS_PARAMS + (
           "in a test; it keeps what the saved payload knows of directions the motion does not "
           "excite)", low=0, unit="1", live=True),
 )
+
+_A = GateSettings()
+
+APPLIER_PARAMS = URDF_PARAMS + (
+    Param("target", "", "where the payload goes: " + ", ".join(TARGETS) + " (inertial-id "
+          "export's names)"),
+    Param("destination", "", "the driver's service, or the controller node whose parameters "
+          "are set; empty: the target's usual one"),
+    Param("parameter_prefix", "", "dotted namespace of the parameters in the controller node "
+          "(a filter chain's 'sensor_filter_chain.filter1.params')"),
+    Param("frame", "", "frame the target gets the payload in; empty: tool0 for ur, ur7, franka "
+          "and xarm, else the estimate's frame; another frame than the estimate's needs the "
+          "URDF (urdf_path, robot_description)"),
+    Param("transition_time", 0.0, "UR: s to move to the new payload", low=0, unit="s",
+          live=True),
+    Param("auto_apply", False, "apply by itself when every gate passes (else only ~/apply)",
+          live=True),
+    Param("dry_run", False, "log the request instead of sending it", live=True),
+    Param("stable_s", _A.stable_s, "s the estimate must stay converged, contact-free and "
+          "within change_std of itself before an automatic apply", low=0, unit="s", live=True),
+    Param("change_std", _A.change_std, "an automatic apply needs a change from the last "
+          "applied payload larger than this many std (any entry)", low=0, unit="1", live=True),
+    Param("min_interval", _A.min_interval, "s between two automatic applies (or attempts)",
+          low=0, unit="s", live=True),
+    Param("service_timeout", 5.0, "s to wait for the driver's or controller's answer", low=0,
+          open_low=True, unit="s", live=True),
+    Param("applied_file", "", "where what was applied is saved (a calibration with an "
+          "'applied' section); empty: $ROS_HOME/inertial_id/<namespace_node>.yaml", live=True),
+)
+
 
 def _simulator_params() -> tuple[Param, ...]:
     from inertial_id.core.parameters import vector_from_symmetric
@@ -273,7 +309,8 @@ SIMULATOR_PARAMS = _simulator_params()
 """The simulator's parameters: all read-only (a new payload or trajectory is a new run)."""
 
 NODE_PARAMS = {"gatherer": GATHERER_PARAMS, "kinematics": KINEMATICS_PARAMS,
-               "solver": SOLVER_PARAMS, "simulator": SIMULATOR_PARAMS}
+               "solver": SOLVER_PARAMS, "simulator": SIMULATOR_PARAMS,
+               "applier": APPLIER_PARAMS}
 
 
 def with_defaults(params: tuple[Param, ...], values: Mapping[str, Any],
@@ -350,6 +387,13 @@ def initial_payload(values: Mapping[str, Any]) -> tuple[Estimate | None, str]:
     return calibration.load(Path(path).expanduser())
 
 
+def gate_settings(values: Mapping[str, Any]) -> GateSettings:
+    """The applier's gates from its parameter values."""
+    v = with_defaults(APPLIER_PARAMS, values, "applier")
+    return GateSettings(stable_s=float(v["stable_s"]), change_std=float(v["change_std"]),
+                        min_interval=float(v["min_interval"]))
+
+
 def online_estimator(values: Mapping[str, Any],
                      initial: Estimate | None = None) -> OnlineEstimator:
     """The solver's estimator from its parameter values, started from a saved ``initial``
@@ -383,6 +427,7 @@ def online_config(values: Mapping[str, Any], initial: Estimate | None = None) ->
         converged_inertia_std=float(v["converged_inertia_std"]),
         monitor=bool(v["contact_detection"]),
         confidence=float(v["confidence"]), training_samples=int(v["training_samples"]),
+        training_time=float(v["training_time"]),
         on_samples=int(v["on_samples"]), off_samples=int(v["off_samples"]),
         release=float(v["release"]), gate_margin=float(v["gate_margin"]),
         payload_change_after=float(v["payload_change_after"]),

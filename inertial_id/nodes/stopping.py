@@ -137,3 +137,7 @@ def solver() -> int:
 
 def simulator() -> int:
     return main("simulator")
+
+
+def applier() -> int:
+    return main("applier")
