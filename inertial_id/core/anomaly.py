@@ -89,23 +89,34 @@ class T2Result:
     threshold: float
 
 
+MIN_TIMED_TRAINING = 50
+"""Residuals a training by time needs at the least (a 6-component covariance from fewer is
+too rough for its F threshold to mean much)."""
+
+
 @dataclass
 class T2Monitor:
     """Learns the contact-free residual covariance, then flags contacts; see module doc.
 
-    The first ``training_samples`` residuals train ``mu`` and ``S`` (robustly); until then
-    :meth:`update` flags nothing and :attr:`ready` is False. Afterwards samples classified as
-    contact-free keep refining ``S`` unless ``adapt`` is False. ``components``: 6 for a
+    The first ``training_samples`` residuals, or (``training_time`` > 0) the first that span
+    ``training_time`` seconds if there are at least :data:`MIN_TIMED_TRAINING` of them, train
+    ``mu`` and ``S`` (robustly, trimming the
+    samples beyond the chi-square quantile ``trim_confidence``; None: ``confidence``, the
+    detection's own); until then :meth:`update` flags nothing and :attr:`ready` is False.
+    Afterwards samples classified as contact-free keep refining ``S`` unless ``adapt`` is
+    False. ``components``: 6 for a
     wrench residual, the number of joints for a joint-torque residual.
     """
 
     confidence: float = 0.999
     training_samples: int = 1000
+    training_time: float = 0.0
     on_samples: int = 3
     off_samples: int = 10
     release: float = 0.7
     adapt: bool = False
     components: int = 6
+    trim_confidence: float | None = None
     mean: NDArray[np.float64] | None = None
     covariance: NDArray[np.float64] | None = None
     intervals: list[ContactInterval] = field(default_factory=list)
@@ -115,9 +126,15 @@ class T2Monitor:
             raise InertialIdError("on_samples, off_samples >= 1 and release in (0, 1]")
         if not 0.0 < self.confidence < 1.0:
             raise InertialIdError(f"confidence must be in (0, 1), got {self.confidence}")
+        if self.trim_confidence is not None and not 0.0 < self.trim_confidence < 1.0:
+            raise InertialIdError("trim_confidence must be in (0, 1), got "
+                                  f"{self.trim_confidence}")
         if self.training_samples <= 12:
             raise InertialIdError(f"training_samples must exceed 12, got {self.training_samples}")
+        if not self.training_time >= 0.0:
+            raise InertialIdError(f"training_time must be >= 0 s, got {self.training_time}")
         self._training: list[NDArray[np.float64]] = []
+        self._training_start = float("nan")
         self._n = 0
         self._threshold = float("inf")
         self._inverse: NDArray[np.float64] | None = None
@@ -183,6 +200,7 @@ class T2Monitor:
         """Forget the learned covariance and any contact state."""
         self.mean = self.covariance = self._inverse = None
         self._training, self._n, self._threshold = [], 0, float("inf")
+        self._training_start = float("nan")
         self._above = self._below = 0
         self._in_contact = False
 
@@ -209,7 +227,7 @@ class T2Monitor:
         if e.shape != (t.size, p) or not (np.all(np.isfinite(e)) and np.all(np.isfinite(t))):
             raise SampleError(f"residuals must be ({t.size}, {p}) and finite, stamps finite")
         if not self.ready:
-            self._train(e)
+            self._train(t, e)
             return T2Result(np.zeros(t.size), np.zeros(t.size, dtype=bool), self._threshold)
         t2 = self.t2(e)
         flags = np.array([self._step(ti, v) for ti, v in zip(t, t2, strict=True)], dtype=bool)
@@ -217,12 +235,17 @@ class T2Monitor:
             self._refine(e[~flags])
         return T2Result(t2, flags, self._threshold)
 
-    def _train(self, e: NDArray[np.float64]) -> None:
+    def _train(self, t: NDArray[np.float64], e: NDArray[np.float64]) -> None:
+        if not self._training and t.size:
+            self._training_start = float(t[0])
         self._training.append(e)
         collected = sum(len(x) for x in self._training)
-        if collected >= self.training_samples:
+        timed = (self.training_time > 0.0 and collected >= MIN_TIMED_TRAINING and t.size > 0
+                 and t[-1] - self._training_start >= self.training_time)
+        if collected >= self.training_samples or timed:
             data = np.concatenate(self._training)
-            mean, cov, inliers = robust_mean_covariance(data, self.confidence)
+            trim = self.confidence if self.trim_confidence is None else self.trim_confidence
+            mean, cov, inliers = robust_mean_covariance(data, trim)
             self._set_covariance(mean, cov, inliers)
             self._training = []
 
@@ -263,13 +286,21 @@ class T2Monitor:
         return True
 
 
+TRIM_CONFIDENCE = 0.99
+"""Chi-square quantile at which the contact-free covariance of a joint-torque residual is
+trimmed, below the detection's (0.9999): when pushes fill a third of a record, trimming at the
+detection quantile keeps about half of their samples as "contact-free", the covariance grows
+with them and weaker pushes fall under the threshold."""
+
+
 def contact_intervals(times: ArrayLike, residuals: ArrayLike, confidence: float = 0.9999,
-                      min_duration: float = 0.1, release_time: float = 0.1
-                      ) -> list[list[float]]:
+                      min_duration: float = 0.1, release_time: float = 0.1,
+                      trim_confidence: float | None = TRIM_CONFIDENCE) -> list[list[float]]:
     """Offline contact intervals ``[start, end]`` (s since the first stamp) of a whole record
     of residuals (N, p), e.g. joint torques minus a link model's prediction: a
     :class:`T2Monitor` trained robustly on the whole record (contact samples, a minority, are
-    trimmed, so a record may start with a contact), then run over it; a contact starts after
+    trimmed at the chi-square quantile ``trim_confidence``, so a record may start with a
+    contact; None: at ``confidence``), then run over it; a contact starts after
     ``min_duration`` s above the threshold and ends after ``release_time`` s below; one still
     open at the end ends with the record.
 
@@ -281,6 +312,7 @@ def contact_intervals(times: ArrayLike, residuals: ArrayLike, confidence: float 
     e = np.atleast_2d(np.asarray(residuals, dtype=float))
     period = float(np.median(np.diff(t))) if t.size > 1 else 1.0
     monitor = T2Monitor(confidence=confidence, training_samples=len(t), components=e.shape[1],
+                        trim_confidence=trim_confidence,
                         on_samples=max(1, int(round(min_duration / period))),
                         off_samples=max(1, int(round(release_time / period))))
     monitor.update(t, e)  # trains on everything

@@ -38,7 +38,7 @@ import numpy as np
 import yaml
 from numpy.typing import ArrayLike, NDArray
 
-from inertial_id.core.anomaly import T2Monitor, T2Result
+from inertial_id.core.anomaly import TRIM_CONFIDENCE, T2Monitor, T2Result
 from inertial_id.core.errors import ModelError, SampleError, SolverError
 from inertial_id.core.estimators import N_UNKNOWNS, ConsistentEstimator, Estimate
 from inertial_id.core.friction import FrictionModel
@@ -370,8 +370,9 @@ class TorquePayloadOnline:
     Each :meth:`step` takes the stream's ready samples; once an estimate whose mass has
     converged exists, their joint residual ``e - e_links - s J^T Y pi`` feeds a Hotelling
     :class:`T2Monitor` with one component per joint (trained on the first
-    ``config.training_samples`` residuals, then flagging with a :data:`MIN_CONTACT` debounce
-    in both directions, the ``confidence`` of ``config``). Samples wait :data:`HOLD` s and
+    ``config.training_samples`` residuals, trimmed at
+    :data:`~inertial_id.core.anomaly.TRIM_CONFIDENCE`, then flagging with a
+    :data:`MIN_CONTACT` debounce in both directions, the ``confidence`` of ``config``). Samples wait :data:`HOLD` s and
     enter the statistics unless they are within :data:`GATE` s of a contact (its debounce
     included). The external wrench is the least-squares ``w`` with ``s J_f^T w = -residual``
     (exact for 6 joints), on the payload, in the payload frame.
@@ -405,7 +406,8 @@ class TorquePayloadOnline:
         return T2Monitor(confidence=self.config.confidence,
                          training_samples=self.config.training_samples,
                          components=self.stream.identifier.links.model.n,
-                         on_samples=steps, off_samples=steps)
+                         on_samples=steps, off_samples=steps,
+                         trim_confidence=TRIM_CONFIDENCE)
 
     def step(self) -> StepResult | None:
         """Process the stream's ready samples (None when there are none): a
