@@ -357,3 +357,27 @@ def test_offline_contact_intervals_ignore_brief_spikes_and_find_pushes_from_the_
     assert abs(a1 - 12.0) < 0.05 and abs(b1 - 12.4) < 0.05
     # Without the debounce the spike counts: the duration is what rejects it.
     assert len(contact_intervals(t, e, min_duration=0.005)) == 3
+
+
+@pytest.mark.parametrize(("rate", "trained_after"), [(100.0, 1.0), (1000.0, 1.0), (30.0, 50 / 30)])
+def test_training_by_time_ends_after_that_time_whatever_the_rate(rate: float,
+                                                                 trained_after: float) -> None:
+    """With ``training_time`` 1 s the monitor is ready once its residuals span 1 s (and at
+    least 50 of them: 1.67 s at 30 Hz), not after ``training_samples`` (1000: 10 s at
+    100 Hz)."""
+    rng = np.random.default_rng(0)
+    monitor = T2Monitor(training_samples=1000, training_time=1.0)
+    t = np.arange(0.0, 3.0, 1.0 / rate)
+    ready_at = None
+    for k in range(t.size):
+        monitor.update(t[k:k + 1], rng.normal(size=(1, 6)))
+        if monitor.ready:
+            ready_at = t[k]
+            break
+    assert ready_at is not None
+    assert ready_at == pytest.approx(trained_after, abs=1.5 / rate)
+
+
+def test_a_negative_training_time_is_refused() -> None:
+    with pytest.raises(InertialIdError, match="training_time"):
+        T2Monitor(training_time=-1.0)

@@ -63,7 +63,8 @@ class OnlineConfig:
     inertia when each std of the inertia about the CoM is under ``converged_inertia_std``
     times its largest principal moment; a group the data do not determine (infinite std)
     has not. The contact monitor starts training once mass and CoM have converged.
-    ``confidence``, ``training_samples``, ``on_samples``, ``off_samples``, ``release``: the
+    ``confidence``, ``training_samples``, ``training_time``, ``on_samples``, ``off_samples``,
+    ``release``: the
     :class:`T2Monitor`. ``gate_margin``: samples this close to a contact are not used.
     ``payload_change_after``: an anomaly this long restarts the estimate (0 disables).
     """
@@ -76,6 +77,7 @@ class OnlineConfig:
     monitor: bool = True
     confidence: float = 0.999
     training_samples: int = 1000
+    training_time: float = 1.0
     on_samples: int = 3
     off_samples: int = 10
     release: float = 0.7
@@ -92,6 +94,8 @@ class OnlineConfig:
             raise InertialIdError(f"confidence must be in (0, 1), got {self.confidence}")
         if self.training_samples <= 2 * 6:
             raise InertialIdError(f"training_samples must exceed 12, got {self.training_samples}")
+        if not self.training_time >= 0.0:
+            raise InertialIdError(f"training_time must be >= 0 s, got {self.training_time}")
 
 
 @dataclass(frozen=True)
@@ -215,6 +219,7 @@ class OnlineEstimator:
         c = config
         self.monitor.reconfigure(c.confidence, c.training_samples, c.on_samples,
                                  c.off_samples, c.release)
+        self.monitor.training_time = c.training_time
         old = self.config.payload
         self.identifier.reconfigure(c.payload)
         if (c.payload.force_noise_std, c.payload.torque_noise_std) != (
@@ -228,7 +233,8 @@ class OnlineEstimator:
     def _new_monitor(self) -> T2Monitor:
         c = self.config
         return T2Monitor(confidence=c.confidence, training_samples=c.training_samples,
-                         on_samples=c.on_samples, off_samples=c.off_samples, release=c.release)
+                         training_time=c.training_time, on_samples=c.on_samples,
+                         off_samples=c.off_samples, release=c.release)
 
     @property
     def verdicts(self) -> Verdicts:
