@@ -19,6 +19,7 @@ from rclpy.parameter import Parameter
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.simulation import bundled_urdf_path
+from inertial_id.nodes.applier import Applier
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.managed import managed_requested
@@ -27,7 +28,7 @@ from inertial_id.nodes.solver import Solver
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE_CLASSES = {"gatherer": Gatherer, "kinematics": Kinematics, "solver": Solver,
-                "simulator": Simulator}
+                "simulator": Simulator, "applier": Applier}
 # Where CMake installs what the launch files find in share/inertial_id.
 SHARE = {"launch": ROOT / "launch", "config": ROOT / "config",
          "resources": ROOT / "inertial_id" / "resources"}
@@ -68,6 +69,8 @@ def launch_nodes(path: Path, given: dict[str, str] | None = None) -> list[tuple[
             sub_args = {a.get("name"): resolve(a.get("value"), args) for a in element.iter("arg")}
             nodes += launch_nodes(Path(resolve(element.get("file"), args)), sub_args)
         elif element.tag == "node":
+            if resolve(element.get("if", "true"), args) != "true":
+                continue
             assert element.get("pkg") == "inertial_id"
             params: dict[str, object] = {}
             for param in element.iter("param"):
@@ -96,7 +99,8 @@ def declared() -> dict[str, set[str]]:
         names = {}
         for name, cls in NODE_CLASSES.items():
             node: Node = cls(context=context, parameter_overrides=[
-                Parameter("urdf_path", value=bundled_urdf_path())])
+                Parameter("urdf_path", value=bundled_urdf_path()),
+                Parameter("target", value="fts-broadcaster")])  # the applier's
             names[name] = set(node._parameters)  # noqa: SLF001 - what the node declared
             node.destroy_node()
         return names
@@ -123,9 +127,18 @@ def test_launch_nodes_are_installed_and_parameters_declared(
             assert Path(str(urdf)).is_file(), f"{path.name}: URDF {urdf} does not exist"
 
 
+def test_the_apply_argument_adds_the_applier_with_declared_parameters(
+        declared: dict[str, set[str]]) -> None:
+    nodes = launch_nodes(ROOT / "launch" / "inertial_id.launch.xml",
+                         {"apply": "true", "apply_target": "franka"})
+    (params,) = [p for e, _, p in nodes if e == "applier"]
+    assert params["target"] == "franka" and params["auto_apply"] is False
+    assert not set(params) - declared["applier"] - {"__namespace", "__args"}
+
+
 def test_demo_launch_runs_all_four_nodes() -> None:
     executables = [e for e, _, _ in launch_nodes(ROOT / "launch" / "demo.launch.xml")]
-    assert sorted(executables) == sorted(NODE_CLASSES)
+    assert sorted(executables) == sorted(set(NODE_CLASSES) - {"applier"})
 
 
 def test_every_config_section_is_a_node_with_declared_parameters(
