@@ -144,6 +144,8 @@ def test_ur_classic_gets_mass_and_cog_in_tool0_and_the_inertia_is_named_missing(
     assert request.mass == pytest.approx(TRUTH.mass, rel=1e-6)
     assert node.missing == ["ixx", "iyy", "izz", "ixy", "ixz", "iyz", "transition_time"]
     assert node.groups == ("mass", "com")  # the inertia is not needed: it cannot be sent
+    loaded, frame = calibration.load(tmp_path / "applied.yaml")  # an initial_payload_file
+    assert frame == "tool0" and loaded.body.mass == pytest.approx(TRUTH.mass)
     saved = yaml.safe_load((tmp_path / "applied.yaml").read_text())
     assert saved["estimate"]["frame"] == "tool0"
     assert saved["applied"]["target"] == "ur"

@@ -22,7 +22,7 @@ needs only the first two and answers at once (the driver's answer is logged). ``
 the request instead of sending it. A service, package or controller that is not there is one
 WARN line naming it; a refusal is an ERROR with the driver's message. What was applied, and
 when, is on ``/diagnostics`` and saved to ``applied_file`` (a calibration, usable as the
-solver's ``initial_payload_file``, with an ``applied`` section).
+solver's ``initial_payload_file`` unless a std was unknown, with an ``applied`` section).
 """
 
 from __future__ import annotations
