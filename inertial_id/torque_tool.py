@@ -17,7 +17,12 @@ from numpy.typing import NDArray
 from inertial_id.calibration import estimate_document
 from inertial_id.core.anomaly import contact_intervals
 from inertial_id.core.errors import ModelError, SampleError
-from inertial_id.core.torque_payload import LinkTorqueModel, TorquePayloadIdentifier
+from inertial_id.core.torque_payload import (
+    LinkTorqueModel,
+    TorquePayloadIdentifier,
+    identify_paired_payload,
+    paired_difference,
+)
 from inertial_id.links_tool import joint_data, name_value_pair, read_joint_bag
 
 CHECK_HELP = """\
@@ -38,8 +43,13 @@ frame; by default the last link's frame, so they are the change of its parameter
 physically consistent (pseudo-inertia LMI), with a std from the block-robust covariance. The
 arm's own torques come from a link model (--links, from identify-links, with its friction
 and offsets) or from the URDF's inertials (--urdf alone: no friction, so give an --unloaded
-recording). With --unloaded BAG (the same arm without the payload) the friction and offsets
-are first re-fitted on it, the rigid bodies kept. Writes the replay's YAML layout (estimate:
+recording). With --unloaded BAG (the same arm without the payload, the same trajectory) the
+two recordings are aligned in time (cross-correlation of the joint velocities, within
+--max-shift s of their starts) and subtracted sample by sample, so the arm's own torques and
+the link model's error of them cancel; each recording keeps its own friction and offsets (their
+change is fitted alongside the payload). --pair-method refit instead re-fits friction and
+offsets on the unloaded recording and keeps the rigid bodies (the arm model's error then stays
+in the payload). Writes the replay's YAML layout (estimate:
 mass, com, inertia_com, pi, std, com_std, inertia_com_std, ...)."""
 
 
@@ -76,7 +86,14 @@ def add_identify_payload_parser(subparsers: argparse._SubParsersAction
         description=PAYLOAD_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bag", required=True, type=Path, help="the arm with the payload")
     p.add_argument("--unloaded", type=Path, metavar="BAG",
-                   help="the same arm without the payload: re-fit friction and offsets")
+                   help="the same arm and trajectory without the payload (see --pair-method)")
+    p.add_argument("--pair-method", choices=("difference", "refit"), default="difference",
+                   help="with --unloaded: fit the payload to the aligned sample-by-sample "
+                   "difference (default), or re-fit friction and offsets on the unloaded "
+                   "recording and fit the loaded one")
+    p.add_argument("--max-shift", type=float, default=10.0, metavar="S",
+                   help="with --unloaded: largest time shift between the two recordings' "
+                   "starts the alignment searches, s (default 10)")
     p.add_argument("--links", type=Path, metavar="MODEL.yaml",
                    help="link model from identify-links (default: the URDF's inertials)")
     p.add_argument("--urdf", help="the URDF (required without --links)")
@@ -162,23 +179,43 @@ def run_check_links(args: argparse.Namespace) -> int:
     return 0
 
 
+def _own_clock(rows: tuple[NDArray[np.float64], ...]) -> tuple[NDArray[np.float64], ...]:
+    """``(t, q, qd, qdd, effort)`` with ``t`` counted from the recording's first row (s)."""
+    return (rows[0] - rows[0][0], *rows[1:])
+
+
 def run_identify_payload(args: argparse.Namespace) -> int:
     """Run ``identify-payload``; 0 on success."""
     links = load_link_model(args)
+    loaded = _own_clock(read_rows(links, args.bag, args))
+    links = links.at_sample_period(float(np.median(np.diff(loaded[0]))))
+    pair: dict[str, Any] = {}
     if args.unloaded is not None:
-        _, q, qd, qdd, effort = read_rows(links, args.unloaded, args)
-        links = links.refit_drive_terms(q, qd, qdd, effort)
+        unloaded = _own_clock(read_rows(links, args.unloaded, args))
+        if args.pair_method == "refit":
+            links = links.refit_drive_terms(*unloaded[1:])
+        pair["method"] = args.pair_method
     identifier = TorquePayloadIdentifier(links, args.frame)
-    t, q, qd, qdd, effort = read_rows(links, args.bag, args)
-    identifier.add(q, qd, qdd, effort)
-    estimate = identifier.solve()
+    if pair.get("method") == "difference":
+        difference = paired_difference(links, loaded, unloaded, args.max_shift)
+        estimate = identify_paired_payload(identifier, difference)
+        samples = difference.t.size
+        pair["shift_s"] = difference.shift
+        print(f"unloaded recording aligned {difference.shift * 1e3:+.1f} ms after the loaded "
+              f"one's start; {samples} paired samples")
+    else:
+        identifier.add(*loaded[1:])
+        estimate = identifier.solve()
+        samples = loaded[0].size
     frame = identifier.kinematics.sensor_frame
     doc = {"estimate": estimate_document(estimate, frame),
-           "samples_used": int(t.size),
+           "samples_used": int(samples),
            "source": "joint_torques",
+           **({"unloaded": pair} if pair else {}),
            "joints": links.model.joint_names,
            "joint_sigma": dict(zip(links.model.joint_names,
-                                   [float(s) for s in links.joint_sigma], strict=True))}
+                                   [float(s) for s in identifier.links.joint_sigma],
+                                   strict=True))}
     e = doc["estimate"]
     print(f"payload at {frame}: mass {e['mass']:.4g} +- {e['std'][0]:.2g} kg, CoM "
           f"[{', '.join(f'{c:.4g}' for c in e['com'])}] +- "

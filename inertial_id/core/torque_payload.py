@@ -22,9 +22,15 @@ Model, per sample and joint ``j`` (model joint order):
   (``score_block`` consecutive samples per block), so the std stays honest with coloured
   torque residuals.
 
-A loaded recording alone trusts the link model's friction and offsets; with an unloaded
-recording of the same arm, :meth:`LinkTorqueModel.refit_drive_terms` first re-fits them (the
-rigid-body part kept), which removes their drift between the model's identification and now.
+A loaded recording alone trusts the link model's friction and offsets. With an unloaded
+recording of the same trajectory, :func:`paired_difference` aligns the two in time
+(:func:`time_shift`, cross-correlation of the joint velocities) and subtracts them sample by
+sample, so the arm's own torques **and the link model's error of them** cancel;
+:func:`identify_paired_payload` fits the payload to that difference with each run's own
+friction and offsets (their change fitted alongside). The older way,
+:meth:`LinkTorqueModel.refit_drive_terms` (friction and offsets re-fitted on the unloaded run,
+the rigid bodies kept), leaves the rigid-body model's error in the loaded run, where the
+payload fit turns it into a phantom mass.
 """
 
 from __future__ import annotations
@@ -153,14 +159,21 @@ class LinkTorqueModel:
         return np.einsum("njf,f->nj", self.friction.regressor(qd, qdd, initial),
                          self.coefficients)
 
+    @property
+    def drive_friction(self) -> FrictionModel:
+        """The friction model to fit on new data: the model's own, or viscous + smooth
+        Coulomb (``tanh(qd / 0.03)``) + offset when it has none."""
+        if self.coefficients.size:
+            return self.friction
+        return FrictionModel(coulomb="symmetric", smooth=True, velocity_threshold=0.03)
+
     def refit_drive_terms(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
                           effort: ArrayLike, friction: FrictionModel | None = None
                           ) -> LinkTorqueModel:
         """The same rigid bodies, friction/offsets (``friction``, default the model's own
         or viscous + smooth Coulomb + offset when it has none) re-fitted per joint by least
         squares on an unloaded recording, and ``joint_sigma`` from its residual."""
-        friction = friction or (self.friction if self.coefficients.size else FrictionModel(
-            coulomb="symmetric", smooth=True, velocity_threshold=0.03))
+        friction = friction or self.drive_friction
         q, qd, qdd, effort = self.model.batch(q, qd, qdd, effort)
         rigid = self.rigid_efforts(q, qd, qdd)
         columns = friction.regressor(qd, qdd)
@@ -261,6 +274,121 @@ class TorquePayloadIdentifier:
         """Measured minus predicted efforts (N, nv) with the payload ``pi``."""
         _, rows, target = self.terms(q, qd, qdd, effort)
         return target - rows @ np.asarray(pi, dtype=float)
+
+
+def time_shift(t_a: ArrayLike, x_a: ArrayLike, t_b: ArrayLike, x_b: ArrayLike,
+               max_shift: float) -> float:
+    """The shift ``d`` (s) that best aligns two recordings of the same motion, ``x_b(t + d)
+    ~ x_a(t)``: the peak of the normalised cross-correlation of ``x`` (N, k), e.g. joint
+    velocities (the products summed over the columns and the overlapping samples, divided by
+    the square root of both overlaps' energies, so a shorter overlap is not penalised),
+    within ``|d| <= max_shift``, refined between grid points by a parabola. Both are
+    resampled (linearly) onto one grid of the finer median step; each column is made
+    zero-mean first. Stamps ``t_a``, ``t_b`` (s) ascending, each on its own
+    clock (the start of either record may be anywhere)."""
+    t_a, t_b = np.asarray(t_a, dtype=float), np.asarray(t_b, dtype=float)
+    x_a = np.atleast_2d(np.asarray(x_a, dtype=float).T).T
+    x_b = np.atleast_2d(np.asarray(x_b, dtype=float).T).T
+    step = min(float(np.median(np.diff(t_a))), float(np.median(np.diff(t_b))))
+    if not step > 0 or x_a.shape[1] != x_b.shape[1]:
+        raise SampleError("two recordings with increasing stamps and the same columns needed")
+    grid_a = np.arange(t_a[0], t_a[-1], step)
+    grid_b = np.arange(t_b[0], t_b[-1], step)
+    a = np.column_stack([np.interp(grid_a, t_a, c) for c in x_a.T])
+    b = np.column_stack([np.interp(grid_b, t_b, c) for c in x_b.T])
+    a, b = a - a.mean(axis=0), b - b.mean(axis=0)
+    size = 1 << int(np.ceil(np.log2(a.shape[0] + b.shape[0])))
+    # c[m] = sum_n a[n] b[n + m]: b's sample m after a's start matches a's first sample.
+    c = np.fft.irfft(np.conj(np.fft.rfft(a, size, axis=0)) * np.fft.rfft(b, size, axis=0),
+                     size, axis=0).sum(axis=1)
+    lags = np.arange(size)
+    lags = np.where(lags < size - a.shape[0] + 1, lags, lags - size)  # negative lags wrap
+    # Overlap of lag m: a's samples [lo, hi) with b's [lo + m, hi + m).
+    lo = np.clip(-lags, 0, a.shape[0])
+    hi = np.clip(b.shape[0] - lags, lo, a.shape[0])
+    energy_a = np.concatenate(([0.0], np.cumsum(np.sum(a * a, axis=1))))
+    energy_b = np.concatenate(([0.0], np.cumsum(np.sum(b * b, axis=1))))
+    energy = ((energy_a[hi] - energy_a[lo])
+              * (energy_b[np.clip(hi + lags, 0, b.shape[0])]
+                 - energy_b[np.clip(lo + lags, 0, b.shape[0])]))
+    c = np.where(energy > 0, c / np.sqrt(np.where(energy > 0, energy, 1.0)), -np.inf)
+    # x_b(grid_b[m]) ~ x_a(grid_a[0]): d = grid_b[0] + m step - grid_a[0].
+    shifts = grid_b[0] + lags * step - grid_a[0]
+    allowed = np.flatnonzero(np.abs(shifts) <= max_shift)
+    if allowed.size == 0:
+        raise SampleError(f"no shift within {max_shift} s aligns the two recordings")
+    k = allowed[np.argmax(c[allowed])]
+    left, right = c[(k - 1) % size], c[(k + 1) % size]
+    curvature = left - 2.0 * c[k] + right
+    offset = 0.5 * (left - right) / curvature if np.isfinite(curvature) and curvature < 0 else 0.0
+    return float(shifts[k] + np.clip(offset, -0.5, 0.5) * step)
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """A loaded recording minus an unloaded one of the same trajectory, sample by sample.
+
+    ``shift`` (s): the unloaded run's sample at ``t + shift`` (its own clock) is paired with
+    the loaded run's at ``t`` (:func:`time_shift`); ``t, q, qd, qdd`` (N, nv): the loaded
+    run's rows whose partner lies inside the unloaded record; ``difference`` (N, nv, effort
+    units): loaded minus unloaded effort (linearly interpolated), minus the link model's
+    rigid-body difference between the two states (second order: the runs follow the same
+    path), so the arm's own torques and the model's error of them cancel.
+    """
+
+    shift: float
+    t: NDArray[np.float64]
+    q: NDArray[np.float64]
+    qd: NDArray[np.float64]
+    qdd: NDArray[np.float64]
+    difference: NDArray[np.float64]
+
+
+def paired_difference(links: LinkTorqueModel, loaded: tuple[NDArray[np.float64], ...],
+                      unloaded: tuple[NDArray[np.float64], ...], max_shift: float = 1.0
+                      ) -> PairedDifference:
+    """:class:`PairedDifference` of two recordings ``(t, q, qd, qdd, effort)`` (model joint
+    order, stamps in s on each run's own clock), aligned on the joint velocities within
+    ``max_shift`` s."""
+    t, q, qd, qdd, effort = (np.asarray(a, dtype=float) for a in loaded)
+    tu, *others = (np.asarray(a, dtype=float) for a in unloaded)
+    shift = time_shift(t, qd, tu, others[1], max_shift)
+    inside = (t + shift >= tu[0]) & (t + shift <= tu[-1])
+    if inside.sum() < 2:
+        raise SampleError("the loaded and unloaded recordings do not overlap once aligned")
+    t, q, qd, qdd, effort = (a[inside] for a in (t, q, qd, qdd, effort))
+    qu, qdu, qddu, effort_u = (np.column_stack([np.interp(t + shift, tu, c) for c in a.T])
+                               for a in others)
+    difference = (effort - effort_u
+                  - (links.rigid_efforts(q, qd, qdd) - links.rigid_efforts(qu, qdu, qddu)))
+    return PairedDifference(shift, t, q, qd, qdd, difference)
+
+
+def identify_paired_payload(identifier: TorquePayloadIdentifier, pair: PairedDifference
+                            ) -> Estimate:
+    """The payload from a :class:`PairedDifference` (``e_loaded - e_unloaded = s J_f^T Y pi +
+    F(qd) dphi``): each run keeps its own friction and offsets, so their change ``dphi`` (the
+    link model's friction terms per joint, :attr:`LinkTorqueModel.drive_friction`) is
+    projected out of the rows and the difference per joint first (least squares on the
+    loaded run's velocities; the payload fit on what is left is the joint fit's). The
+    weights are the per-joint residual std of an unconstrained fit of what is left; the
+    identifier's statistics are replaced by these rows, the estimate is its solve."""
+    links = identifier.links
+    rows = identifier.rows(pair.q, pair.qd, pair.qdd)
+    nuisance = links.drive_friction.regressor(pair.qd, pair.qdd)
+    per_joint = nuisance.shape[-1] // links.model.n
+    rows_left, target_left = np.empty_like(rows), np.empty_like(pair.difference)
+    for j in range(links.model.n):
+        f = nuisance[:, j, j * per_joint:(j + 1) * per_joint]
+        both = np.column_stack((rows[:, j], pair.difference[:, j]))
+        left = both - f @ np.linalg.lstsq(f, both, rcond=None)[0]
+        rows_left[:, j], target_left[:, j] = left[:, :-1], left[:, -1]
+    pi = np.linalg.lstsq(rows_left.reshape(-1, N_PI), target_left.ravel(), rcond=None)[0]
+    sigma = np.sqrt(np.mean((target_left - rows_left @ pi) ** 2, axis=0))
+    identifier.links = replace(links, joint_sigma=np.maximum(sigma, 1e-12))
+    identifier.reset()
+    identifier.add_rows(rows_left, target_left)
+    return identifier.solve()
 
 
 class TorquePayloadStream:
@@ -372,10 +500,11 @@ class TorquePayloadOnline:
     :class:`T2Monitor` with one component per joint (trained on the first
     ``config.training_samples`` residuals, trimmed at
     :data:`~inertial_id.core.anomaly.TRIM_CONFIDENCE`, then flagging with a
-    :data:`MIN_CONTACT` debounce in both directions, the ``confidence`` of ``config``). Samples wait :data:`HOLD` s and
-    enter the statistics unless they are within :data:`GATE` s of a contact (its debounce
-    included). The external wrench is the least-squares ``w`` with ``s J_f^T w = -residual``
-    (exact for 6 joints), on the payload, in the payload frame.
+    :data:`MIN_CONTACT` debounce in both directions, the ``confidence`` of ``config``).
+    Samples wait :data:`HOLD` s and enter the statistics unless they are within :data:`GATE` s
+    of a contact (its debounce included). The external wrench is the least-squares ``w``
+    with ``s J_f^T w = -residual`` (exact for 6 joints), on the payload, in the payload
+    frame.
 
     **Adaptive baseline.** A contact longer than ``relearn_after`` s is taken for a new level
     of the residual (a stiction offset left after a push, a drifting torque sensor): the
