@@ -102,6 +102,9 @@ class ReplayResult:
         doc["setup_errors"] = list(self.setup_errors)
         choice = self.pipeline.gathering.choice
         doc["filter"] = None if choice is None else choice.as_dict()
+        gathering = self.pipeline.gathering
+        doc["wrench_delay"] = {"applied": float(gathering.wrench_delay), "estimate": (
+            None if gathering.stamp_delay is None else gathering.stamp_delay.as_dict())}
         if self.partial:  # a complete replay keeps DESIGN.md's keys exactly
             doc["partial"] = True
         return doc
@@ -369,6 +372,8 @@ def summary_lines(result: ReplayResult) -> list[str]:
     choice = result.pipeline.gathering.choice
     if choice is not None:
         lines.append(choice.summary())
+    if result.pipeline.gathering.stamp_delay is not None:
+        lines.append(result.pipeline.gathering.stamp_delay.summary())
     if e is None:
         return [*lines, "no estimate (too few samples?)"]
     std = e.std

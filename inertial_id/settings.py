@@ -92,6 +92,11 @@ GATHERER_PARAMS = URDF_PARAMS + (
           "(the lag; < 0: half the window, zero phase)", low=-1, unit="s"),
     Param("filter_decision_time", _G.decision_time, "s of joint states held to choose the "
           "filter (filter_window 0)", low=0, open_low=True, unit="s"),
+    Param("estimate_wrench_delay", _G.estimate_wrench_delay, "matched_filter: estimate from "
+          "the held data how late the wrench stamps are behind the joint states' and, with "
+          "clear evidence, correct every wrench stamp by it"),
+    Param("wrench_delay", _G.wrench_delay, "s subtracted from every wrench stamp (the wrench "
+          "stamps' known delay; the estimate adds to it)", low=-0.5, high=0.5, unit="s"),
     Param("polyorder", 3, "Savitzky-Golay polynomial order (>= 2)", low=2, unit="1"),
     Param("use_measured_velocity", False,
           "differentiate JointState.velocity instead of the positions"),
@@ -340,7 +345,9 @@ def gatherer_settings(values: Mapping[str, Any]) -> GathererSettings:
         use_measured_velocity=bool(v["use_measured_velocity"]), max_span=float(v["max_span"]),
         locked_joint_names=tuple(v["locked_joint_names"]), delay=float(v["filter_delay"]),
         matched=bool(v["matched_filter"]), errors_in_variables=bool(v["errors_in_variables"]),
-        decision_time=float(v["filter_decision_time"]))
+        decision_time=float(v["filter_decision_time"]),
+        estimate_wrench_delay=bool(v["estimate_wrench_delay"]),
+        wrench_delay=float(v["wrench_delay"]))
 
 
 def gatherer_kinematics(values: Mapping[str, Any]) -> KinematicsSettings:

@@ -96,10 +96,11 @@ class FilterChoice:
 
     def as_dict(self) -> dict[str, float | int | str]:
         """The choice and its evidence for reports and diagnostics (SI units)."""
-        return {"window": self.window, "window_time": self.window_time, "lag": self.lag,
-                "delay": self.delay, "order": self.order, "rate": self.rate,
-                "source": self.source, "bandwidth": self.bandwidth, "bias_rms": self.bias_rms,
-                "noise_rms": self.noise_rms, "gain_error": self.gain_error}
+        return {"window": int(self.window), "window_time": float(self.window_time),
+                "lag": int(self.lag), "delay": float(self.delay), "order": int(self.order),
+                "rate": float(self.rate), "source": self.source,
+                "bandwidth": float(self.bandwidth), "bias_rms": float(self.bias_rms),
+                "noise_rms": float(self.noise_rms), "gain_error": float(self.gain_error)}
 
 
 def derivative_weights(window: int, lag: int, order: int, rate: float) -> NDArray[np.float64]:

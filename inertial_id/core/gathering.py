@@ -24,6 +24,7 @@ from inertial_id.core.kinematics import (
     load_urdf_model,
     movable_joint_names,
 )
+from inertial_id.core.stamp_offset import StampDelay, estimate_delay
 from inertial_id.core.synchronizer import FixedLagSynchronizer, SyncedSamples
 from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE
 
@@ -63,7 +64,11 @@ class GathererSettings:
     from the first ``decision_time`` seconds of joint states
     (:func:`~inertial_id.core.filter_choice.choose_filter`: the least mean squared error of
     the acceleration with the gain near 1 in the motion's band), which are held meanwhile and
-    lose nothing. ``delay`` (s): the most a sample may wait for the joint states after its
+    lose nothing. ``estimate_wrench_delay`` (with matched filtering): at that moment also
+    estimate how late the wrench stamps are behind the joint states' from the held data
+    (:func:`~inertial_id.core.stamp_offset.estimate_delay`) and, with clear evidence, move
+    every wrench stamp earlier by it; otherwise ``wrench_delay`` (s) is that correction.
+    ``delay`` (s): the most a sample may wait for the joint states after its
     stamp (the lag; < 0: half the window, zero phase). ``polyorder``: the polynomial's
     order. ``matched``: with a kinematic model (:meth:`Gathering.match`), filter the
     sensor-frame kinematics and the wrench with the same kernel (matched filtering,
@@ -81,6 +86,8 @@ class GathererSettings:
     matched: bool = True
     errors_in_variables: bool = True
     decision_time: float = 4.0
+    estimate_wrench_delay: bool = True
+    wrench_delay: float = 0.0
 
     def __post_init__(self) -> None:
         if not (self.window >= 0.0 and self.decision_time > 0.0 and self.polyorder >= 2):
@@ -115,6 +122,10 @@ class Gathering:
         """Joints whose positions are in m (the others' in rad)."""
         self.mapper = JointMapper(self.joint_names)
         s = self.settings
+        self.wrench_delay = self.settings.wrench_delay
+        """s subtracted from every wrench stamp (settings, plus the estimate once made)."""
+        self.stamp_delay: StampDelay | None = None
+        """The estimate of the remaining delay and its evidence, once made."""
         self.choice: FilterChoice | None = None
         """The filter in use, with its evidence; None while the first joint states are held
         to choose it (:meth:`decide`)."""
@@ -153,7 +164,7 @@ class Gathering:
 
     def add_wrench(self, t: float, wrench: ArrayLike) -> bool:
         """One wrench ``[fx, fy, fz, tx, ty, tz]`` (stamp in s); False when dropped."""
-        return self.synchronizer.add_wrench(t, wrench)
+        return self.synchronizer.add_wrench(t - self.wrench_delay, wrench)
 
     def pop_ready(self) -> SyncedSamples:
         """Samples whose filter windows are complete (none until the filter is chosen)."""
@@ -176,7 +187,29 @@ class Gathering:
             return False
         self.choice = choose_filter(times, positions, s.polyorder, s.delay, s.window)
         self.synchronizer.set_filter(self.choice.window, self.choice.lag)
+        if s.estimate_wrench_delay and self.synchronizer.kinematics is not None:
+            self.stamp_delay = self._estimate_delay()
+            if self.stamp_delay.clear:  # measured on stamps already moved by wrench_delay
+                self.wrench_delay += self.stamp_delay.delay
+                self.synchronizer.shift_wrench_stamps(self.stamp_delay.delay)
         return True
+
+    def _estimate_delay(self) -> StampDelay:
+        """The wrench stamps' delay from what is held, filtered as it will be."""
+        joint_t, position, velocity, wrench_t, wrench = self.synchronizer.history()
+        s, choice = self.settings, self.choice
+        assert choice is not None
+        trial = FixedLagSynchronizer(len(self.joint_names), choice.window, s.polyorder,
+                                     s.use_measured_velocity, s.max_span, lag=choice.lag,
+                                     kinematics=self.synchronizer.kinematics)
+        arrival = np.sort(np.concatenate((joint_t, wrench_t)))
+        if not trial.extend(joint_t, position, velocity, wrench_t, wrench, arrival):
+            return StampDelay(0.0, np.inf, 0, False)
+        batch = trial.pop_ready()
+        if batch.twist is None or batch.proper_acceleration is None:
+            return StampDelay(0.0, np.inf, 0, False)
+        return estimate_delay(batch.times, batch.twist, batch.proper_acceleration,
+                              batch.wrench, choice.window_time)
 
     @property
     def wrenches_held(self) -> int:
@@ -245,8 +278,10 @@ class Gathering:
             if wrench.shape != (len(wrenches), 6):
                 return False
             joint_t = np.array([m.stamp for m in joints], dtype=float)
-            wrench_t = np.array([m.stamp for m in wrenches], dtype=float)
-            arrival = np.array([m.stamp for m in messages], dtype=float)
+            wrench_t = np.array([m.stamp for m in wrenches], dtype=float) - self.wrench_delay
+            arrival = np.array([m.stamp - (0.0 if isinstance(m, JointStateSample)
+                                           else self.wrench_delay) for m in messages],
+                               dtype=float)
         except (SampleError, ValueError, TypeError):  # missing joints, malformed arrays
             return False
         return self.synchronizer.extend(joint_t, position, velocity, wrench_t, wrench, arrival)

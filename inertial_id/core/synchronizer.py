@@ -314,6 +314,22 @@ class FixedLagSynchronizer:
         first."""
         return self._joint_t.view().copy(), self._joint_q.view().copy()
 
+    def history(self) -> tuple[NDArray[np.float64], NDArray[np.float64],
+                               NDArray[np.float64] | None, NDArray[np.float64],
+                               NDArray[np.float64]]:
+        """Copies of everything buffered: joint stamps (J,) s, positions (J, n), velocities
+        (J, n; None unless measured ones are used), wrench stamps (W,) s, wrenches (W, 6)."""
+        velocity = self._joint_v.view().copy() if self.use_measured_velocity else None
+        return (self._joint_t.view().copy(), self._joint_q.view().copy(), velocity,
+                self._wrench_t.view().copy(), self._wrench_w.view().copy())
+
+    def shift_wrench_stamps(self, delay: float) -> None:
+        """Move the buffered wrenches ``delay`` seconds earlier (their stamps were late by it);
+        before the first :meth:`pop_ready`, like :meth:`set_filter`."""
+        if self._joint_f.size:
+            raise InertialIdError("wrench stamps cannot move under samples already filtered")
+        self._wrench_t.view()[:] -= delay
+
     @property
     def buffered(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Stamps (s) of the buffered joint states and wrenches (copies), oldest first."""

@@ -140,6 +140,10 @@ class Gatherer(PipelineNode):
                            if not isinstance(v, str)})
             values["filter_past_span"] = choice.past_span
             values["filter_from_data"] = int(choice.source == "data")
+            values["wrench_delay_applied"] = gathering.wrench_delay
+        if gathering.stamp_delay is not None:
+            values.update({f"wrench_delay_{k}": float(v)
+                           for k, v in gathering.stamp_delay.as_dict().items()})
         silent = [name for name, s in (("joint_states", self.joint_input),
                                        ("wrench", self.wrench_input)) if s.silent]
         if silent:
@@ -221,6 +225,8 @@ class Gatherer(PipelineNode):
         batch = self.gathering.pop_ready()
         if not chosen and self.gathering.choice is not None:
             self.get_logger().info(self.gathering.choice.summary())
+            if self.gathering.stamp_delay is not None:
+                self.get_logger().info(self.gathering.stamp_delay.summary())
         if len(batch):
             assert self.gathering.choice is not None  # samples come once it is chosen
             self.publisher.publish(self.encoder.joint_samples(
