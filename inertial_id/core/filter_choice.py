@@ -140,6 +140,10 @@ def _spectrum(times: NDArray[np.float64], positions: NDArray[np.float64],
     """The acceleration's spectrum above the encoders' noise, and that noise (module notes)."""
     noise_std = np.median(np.abs(fourth_differences(times, positions)), axis=0) / 0.6745
     h = 1.0 / rate
+    # On a uniform grid at the rate: a gap (joint states dropped, spikes among them) would
+    # otherwise read as a burst of acceleration across the whole spectrum.
+    grid = times[0] + h * np.arange(int(np.floor((times[-1] - times[0]) * rate + 1e-6)) + 1)
+    positions = np.column_stack([np.interp(grid, times, column) for column in positions.T])
     acceleration = (positions[2:] - 2.0 * positions[1:-1] + positions[:-2]) / h**2
     segment = min(acceleration.shape[0], max(16, int(round(SEGMENT_TIME * rate))))
     f, psd = welch(acceleration, fs=rate, nperseg=segment, detrend="linear", axis=0)
