@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.gathering import Gathering
+from inertial_id.core.gathering import GathererSettings, Gathering
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.pipeline import PayloadPipeline
@@ -139,7 +139,9 @@ class Driver:
         d = data()
         self.d = d
         online = OnlineEstimator(OnlineConfig(min_samples=50, training_samples=200))
-        self.pipeline = PayloadPipeline(Gathering(URDF), d.kinematics, online,
+        # a set filter: the stretches (at most 0.7 s each) never fill the 4 s a choice needs
+        options = GathererSettings(window=0.08, delay=0.004)
+        self.pipeline = PayloadPipeline(Gathering(URDF, options), d.kinematics, online,
                                         solve_period=0.2)
         self.clock = START
 

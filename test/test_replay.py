@@ -164,8 +164,12 @@ def test_yaml_follows_the_contract(replayed: dict[str, ReplayResult], tmp_path: 
     """DESIGN.md's replay output: keys and their order, list lengths, plain YAML types."""
     result = replayed["mcap"]
     doc = result.to_yaml()
-    assert list(doc) == ["estimate", "contacts", "samples_used", "ledger", "setup_errors"]
+    assert list(doc) == ["estimate", "contacts", "samples_used", "ledger", "setup_errors",
+                         "filter", "wrench_delay"]
     assert doc["setup_errors"] == []
+    choice = doc["filter"]  # the gatherer's filter and its evidence, chosen from the data
+    assert choice["source"] == "data" and type(choice["window"]) is int
+    assert all(type(v) in (int, float, str) for v in choice.values()), choice
     estimate = doc["estimate"]
     assert list(estimate) == ESTIMATE_KEYS
     assert type(estimate["frame"]) is str and estimate["frame"] == "ft_sensor"
@@ -481,7 +485,10 @@ def test_half_a_second_stamped_decades_ahead_costs_only_that_half_second(
     """The glitched messages are dropped and counted; every sample after them is used (the
     estimator used to wait for time to catch up with the glitch and used none)."""
     bag = _write(tmp_path / "glitch", _recording(6.0, stamp=_glitched))
-    result = replay(ReplayOptions(bag, progress=False, max_dropped=0.1))
+    # a set filter: a chosen one would hold the first 4 s of this 6 s bag and solve less
+    params = _params_file(tmp_path, {"gatherer": {"filter_window": 0.08,
+                                                  "filter_delay": 0.004}})
+    result = replay(ReplayOptions(bag, params=params, progress=False, max_dropped=0.1))
     ledger = result.ledger
     assert ledger["gatherer_dropped"]["wrench_stamp_jump"] == 500
     assert result.dropped["joint_state_stamp_jump"] == 250
