@@ -24,9 +24,12 @@ Protocol:
 - the identified model: the package's :func:`inertial_id.core.links.identify` (SDP, Wensing et
   al. 2017, a pseudo-inertia LMI per link, the prior above) on the 44 base parameters, with
   per-joint viscous and smoothed Coulomb friction (``tanh(qd / 0.03)``) and a torque offset,
-  fitted to the filtered torque. The prior weight is chosen **inside** each training set by
-  leave-one-block-out over its four blocks among {1e-3, 1e-4, ..., 1e-8} (score: geometric
-  mean over joints of the pooled RMS), never on the held-out block;
+  fitted to the filtered torque. Two choices are made **inside** each training set by the
+  package's own cross-validation (:mod:`inertial_id.core.link_selection`, the defaults of
+  ``identify-links``: four blocks, the 0.25 s guard, score the geometric mean over joints of
+  the pooled RMS), never on the held-out block: whether the Coulomb term keeps the direction
+  of the last motion through rest (direction memory, ``x0`` 1e-3 or 1e-2 rad, or none; WLS
+  scores) and the prior weight among {1e-1, 1e-2, ..., 1e-8};
 - the published models keep their parameters; their friction is the sigmoid model of
   ``get_FrictionTorque.m`` (released with the authors' model files). The supplementary
   material gives no friction for delta, so delta gets the same one. A third published model
@@ -44,7 +47,7 @@ Protocol:
 Target (issue 16): the identified model better than the best published model on every joint,
 by at least 5 % on joints 1-4 and 3 % on joints 5-7, every link physically consistent.
 
-    python bench/panda_links.py --json panda_links.json      # about 4 min on 2 cores
+    python bench/panda_links.py --json panda_links.json      # about 2 min on 2 cores
     python bench/panda_links.py --prior-weight 1e-5           # no inner selection (faster)
 """
 
@@ -54,6 +57,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -75,10 +79,15 @@ from _panda_data import (  # noqa: E402
 from inertial_id.core.anomaly import contact_intervals  # noqa: E402
 from inertial_id.core.friction import FrictionModel  # noqa: E402
 from inertial_id.core.link_model import LinkModel  # noqa: E402
+from inertial_id.core.link_selection import (  # noqa: E402
+    choose_friction,
+    choose_prior_weight,
+    memory_candidates,
+    training_rows,
+)
 from inertial_id.core.links import LinkEstimate, LinkIdentification, identify  # noqa: E402
 from inertial_id.core.parameters import BodyParameters  # noqa: E402
 
-PRIOR_WEIGHTS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
 TARGET_GAIN = (5.0, 5.0, 5.0, 5.0, 3.0, 3.0, 3.0)  # percent, joints 1-7
 EDGE = 0.2    # s left out at each end of the record (filter edge)
 GUARD = 0.25  # s of training rows left out on each side of a held-out block
@@ -96,26 +105,15 @@ def blocks(n: int, count: int) -> list[NDArray[np.intp]]:
     return np.array_split(np.arange(n), count)
 
 
-def training_rows(n: int, held_out: NDArray[np.intp], guard: int,
-                  allowed: NDArray[np.intp] | None = None) -> NDArray[np.intp]:
-    """Rows of ``allowed`` (default all) farther than ``guard`` rows from the held-out block."""
-    rows = np.arange(n) if allowed is None else allowed
-    return rows[(rows < held_out[0] - guard) | (rows > held_out[-1] + guard)]
-
-
-def score(rms: NDArray[np.float64]) -> float:
-    """Geometric mean over joints: unit-free, every joint counts equally."""
-    return float(np.exp(np.mean(np.log(rms))))
-
-
-def held_out_residuals(problem: LinkIdentification, target: NDArray[np.float64],
+def held_out_residuals(problems: list[LinkIdentification], target: NDArray[np.float64],
                        folds: list[NDArray[np.intp]], train_of: dict[int, NDArray[np.intp]],
                        weights: list[float]) -> tuple[list[NDArray[np.float64]],
                                                       list[LinkEstimate]]:
-    """Per fold: fit on its training rows with its prior weight, ``target`` minus the
-    prediction on its rows; and the estimates."""
+    """Per fold: fit its problem (the whole record under its friction model) on its training
+    rows with its prior weight, ``target`` minus the prediction on its rows; and the
+    estimates."""
     residuals, estimates = [], []
-    for k, (rows, weight) in enumerate(zip(folds, weights, strict=True)):
+    for k, (rows, weight, problem) in enumerate(zip(folds, weights, problems, strict=True)):
         est = identify(problem.subset(train_of[k]), method="sdp", prior_weight=weight)
         estimates.append(est)
         residuals.append(target[rows] - problem.subset(rows).predict(est))
@@ -127,19 +125,20 @@ def pooled_rms(residuals: list[NDArray[np.float64]]) -> NDArray[np.float64]:
     return np.sqrt(np.mean(np.concatenate(residuals) ** 2, axis=0))
 
 
-def choose_weight(problem: LinkIdentification, target: NDArray[np.float64],
-                  train: NDArray[np.intp], guard: int) -> tuple[float, dict[str, float]]:
-    """The prior weight of best leave-one-block-out score inside ``train`` (its contiguous
-    runs split into four blocks)."""
-    inner = np.array_split(train, 4)
-    train_of = {k: training_rows(problem.samples, rows, guard, train)
-                for k, rows in enumerate(inner)}
-    scores = {}
-    for weight in PRIOR_WEIGHTS:
-        residuals, _ = held_out_residuals(problem, target, inner, train_of, [weight] * 4)
-        scores[f"{weight:g}"] = score(pooled_rms(residuals))
-    best = min(scores, key=scores.get)
-    return float(best), scores
+def choose(problem: LinkIdentification, train: NDArray[np.intp], guard: int,
+           prior_weight: float | None) -> tuple[LinkIdentification, float, dict]:
+    """The friction model and the prior weight (unless given) chosen inside ``train`` by
+    four-block cross-validation; the whole-record problem under that friction model, the
+    weight, and the scores."""
+    friction, table = choose_friction(problem.subset(train), memory_candidates(FRICTION),
+                                      folds=4, guard=guard)
+    problem = problem.with_friction(friction)
+    scores = {"friction": {f"{row['presliding']:g}": row["score"] for row in table}}
+    if prior_weight is None:
+        prior_weight, weights = choose_prior_weight(problem.subset(train), "sdp", folds=4,
+                                                    guard=guard)
+        scores["prior_weight"] = {f"{row['prior_weight']:g}": row["score"] for row in weights}
+    return problem, prior_weight, scores
 
 
 def run(data_dir: Path, folds: int, prior_weight: float | None, verbose: bool = True) -> dict:
@@ -152,7 +151,8 @@ def run(data_dir: Path, folds: int, prior_weight: float | None, verbose: bool = 
     q, qd, qdd = rec.q[kept], rec.qd[kept], rec.qdd[kept]
     raw, filtered = rec.tau_raw[kept], rec.tau[kept]
     model = LinkModel(panda_urdf(generic_prior()))
-    problem = LinkIdentification(model, q, qd, qdd, filtered, friction=FRICTION)
+    problem = LinkIdentification(model, q, qd, qdd, filtered,
+                                 friction=replace(FRICTION, sample_period=1.0 / rate))
     n = problem.samples
     guard = int(round(GUARD * rate))
     outer = blocks(n, folds)
@@ -167,17 +167,17 @@ def run(data_dir: Path, folds: int, prior_weight: float | None, verbose: bool = 
     published = {name: pooled_rms([raw[scored] - prediction[scored]])
                  for name, prediction in predictions.items()}
 
-    chosen = []
+    chosen, problems = [], []
     for k in range(folds):
-        if prior_weight is None:
-            weight, scores = choose_weight(problem, filtered, train_of[k], guard)
-        else:
-            weight, scores = prior_weight, {}
-        chosen.append({"fold": k + 1, "prior_weight": weight, "inner_scores": scores})
+        fold_problem, weight, scores = choose(problem, train_of[k], guard, prior_weight)
+        problems.append(fold_problem)
+        presliding = fold_problem.friction_model.presliding
+        chosen.append({"fold": k + 1, "prior_weight": weight, "presliding": presliding,
+                       "inner_scores": scores})
         if verbose:
-            print(f"fold {k + 1}/{folds}: prior weight {weight:g} "
-                  f"({time.perf_counter() - start:.0f} s)", flush=True)
-    residuals, estimates = held_out_residuals(problem, raw, outer, train_of,
+            print(f"fold {k + 1}/{folds}: prior weight {weight:g}, direction memory x0 "
+                  f"{presliding:g} ({time.perf_counter() - start:.0f} s)", flush=True)
+    residuals, estimates = held_out_residuals(problems, raw, outer, train_of,
                                               [c["prior_weight"] for c in chosen])
     identified = pooled_rms(residuals)
     # The recording has no contact: whatever the detector reports is a false alarm.
@@ -201,7 +201,8 @@ def run(data_dir: Path, folds: int, prior_weight: float | None, verbose: bool = 
         "folds": chosen,
         "protocol": {"rate_hz": rate, "cutoff_hz": 10.0, "edge_s": EDGE, "guard_s": GUARD,
                      "base_parameters": problem.base.count,
-                     "friction": "symmetric tanh(qd/0.03) Coulomb + viscous + offset",
+                     "friction": "symmetric tanh(qd/0.03) Coulomb + viscous + offset, "
+                                 "direction memory chosen per fold",
                      "prior": "generic: 2 kg, CoM at the joint, 0.01 kg m^2 per axis",
                      "published_friction": "get_FrictionTorque.m sigmoid, for both models",
                      "samples": n},
@@ -234,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folds", type=int, default=5, help="time blocks (default 5)")
     parser.add_argument("--prior-weight", type=float, default=None,
                         help="use this prior weight instead of choosing it inside each "
-                             "training set")
+                             "training set (the friction model is still chosen)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
     doc = run(args.data, args.folds, args.prior_weight)

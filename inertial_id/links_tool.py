@@ -422,9 +422,10 @@ def _print_summary(model: LinkModel, doc: dict) -> None:
           f"({doc['choices']['friction']['source']}); prior weight "
           f"{'-' if weight is None else f'{weight:g}'} "
           f"({doc['choices']['prior_weight']['source']})")
-    for name, key in (("friction", "presliding"), ("prior_weight", "prior_weight")):
+    for name, key, label in (("friction", "presliding", "direction memory x0"),
+                             ("prior_weight", "prior_weight", "prior weight")):
         for row in doc["choices"][name].get("candidates", []):
-            print(f"  {name} {key} {row[key]:<8g} held-out score {row['score']:.5g}")
+            print(f"  {label} {row[key]:<8g} held-out score {row['score']:.5g}")
     print(f"{'joint':24s} {'RMS id':>10s} {'RMS CAD':>10s}")
     for j in model.joint_names:
         print(f"{j:24s} {doc['torque_rms'][j]:10.4g} {doc['torque_rms_cad'][j]:10.4g}")

@@ -15,6 +15,7 @@ from inertial_id.core.friction import FrictionModel
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.link_model import LinkModel
 from inertial_id.core.link_selection import (
+    PRIOR_WEIGHTS,
     choose_friction,
     choose_prior_weight,
     memory_candidates,
@@ -167,9 +168,9 @@ def test_without_a_prior_weight_identify_links_chooses_it_and_reports_the_scores
     choice = doc["choices"]["prior_weight"]
     assert choice["source"] == "cross-validation" and choice["folds"] == 3
     scores = {row["prior_weight"]: row["score"] for row in choice["candidates"]}
-    assert len(scores) == 6 and doc["prior_weight"] == min(scores, key=scores.get)
+    assert len(scores) == len(PRIOR_WEIGHTS) and doc["prior_weight"] == min(scores, key=scores.get)
     assert doc["choices"]["friction"] == {"source": "option"}
     assert doc["friction_model"]["presliding"] == pytest.approx(1e-3)
     printed = capsys.readouterr().out
     assert f"prior weight {doc['prior_weight']:g} (cross-validation)" in printed
-    assert printed.count("held-out score") == 6
+    assert printed.count("held-out score") == len(PRIOR_WEIGHTS)

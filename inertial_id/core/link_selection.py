@@ -43,7 +43,7 @@ from inertial_id.core.links import (
     identify,
 )
 
-PRIOR_WEIGHTS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
+PRIOR_WEIGHTS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
 """The prior weights :func:`choose_prior_weight` tries by default (unit-free)."""
 PRESLIDING = (1e-3, 1e-2)
 """Presliding displacements ``x0`` (rad or m) of the direction-memory candidates."""
