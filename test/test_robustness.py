@@ -34,7 +34,7 @@ from std_msgs.msg import Header, String
 
 from inertial_id.cdr import CdrEncoder
 from inertial_id.core.errors import InertialIdError, SolverError
-from inertial_id.core.gathering import Gathering
+from inertial_id.core.gathering import GathererSettings, Gathering
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.payload import PayloadConfig
@@ -432,7 +432,9 @@ def test_absurd_values_are_rejected_like_non_finite_ones(data: Recording, where:
 
 
 def _core_pipeline() -> PayloadPipeline:
-    return PayloadPipeline(Gathering(URDF), SensorKinematics(URDF, FRAME), OnlineEstimator())
+    # feeds of 3 s: no time to choose the filter; the old 41 samples, lag 2 at 500 Hz
+    return PayloadPipeline(Gathering(URDF, GathererSettings(window=0.08, delay=0.004)),
+                           SensorKinematics(URDF, FRAME), OnlineEstimator())
 
 
 def _feed(pipeline: PayloadPipeline, data: Recording, begin: float, end: float,
