@@ -77,7 +77,7 @@ class OnlineConfig:
     monitor: bool = True
     confidence: float = 0.999
     training_samples: int = 1000
-    training_time: float = 1.0
+    training_time: float = 2.0
     on_samples: int = 3
     off_samples: int = 10
     release: float = 0.7
