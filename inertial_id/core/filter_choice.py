@@ -213,23 +213,26 @@ def choose_filter(times: NDArray[np.float64], positions: NDArray[np.float64], or
     smallest = order + 2 + (order + 2 + 1) % 2
     largest = max(smallest, int(MAX_WINDOW_TIME * rate) | 1)
 
-    def best_of(windows: list[int]) -> tuple[float, int, int, float, float, float] | None:
+    def best_of(windows: list[int], must: int = smallest
+                ) -> tuple[float, int, int, float, float, float] | None:
         """The least cost among ``windows`` (and their lags): (cost, window, lag, bias,
-        noise, gain error); the shortest window is allowed past the tolerance."""
+        noise, gain error); window ``must`` (the shortest, or the one set) is allowed past
+        the tolerance."""
         best = None
         for window in windows:
             options = lags(window)
             bias, noise, gain_error = _evaluate(spectrum, window, options, order, rate)
             cost = np.where(gain_error <= GAIN_TOLERANCE, bias + noise, np.inf)
-            if window == smallest and not np.isfinite(cost).any():
-                cost = bias + noise  # the shortest window must do
+            if window == must and not np.isfinite(cost).any():
+                cost = bias + noise  # the shortest (or the set) window must do
             k = int(np.argmin(cost))
             if np.isfinite(cost[k]) and (best is None or cost[k] < best[0]):
                 best = (float(cost[k]), window, options[k], bias[k], noise[k], gain_error[k])
         return best
 
     if window_time > 0.0:
-        best = best_of([max(smallest, 2 * int(round(window_time * rate / 2.0)) + 1)])
+        window = max(smallest, 2 * int(round(window_time * rate / 2.0)) + 1)
+        best = best_of([window], must=window)
     else:  # a coarse pass over every COARSE_STEPS-th odd window, then the odd ones around it
         step = 2 * max(1, (largest - smallest) // (2 * COARSE_STEPS))
         coarse = best_of(list(range(smallest, largest + 1, step)))
