@@ -32,7 +32,7 @@ setup(
     # several have different names there, so pip must not try to resolve them.
     install_requires=[],
     entry_points={
-        "console_scripts": ["inertial-id = inertial_id.nodes.stopping:cli"]
-        + [f"inertial_id_{name} = inertial_id.nodes.stopping:{name}" for name in NODES],
+        "console_scripts": ["inertial-id = inertial_id.entry_points:cli"]
+        + [f"inertial_id_{name} = inertial_id.entry_points:{name}" for name in NODES],
     },
 )

@@ -53,7 +53,6 @@ from inertial_id.nodes.common import (
     Number,
     PipelineNode,
     RobotDescription,
-    run,
     steady_timer,
 )
 from inertial_id.nodes.requests import (
@@ -65,6 +64,7 @@ from inertial_id.nodes.requests import (
     request_fields,
     service_type,
 )
+from inertial_id.nodes.runner import run
 from inertial_id.settings import APPLIER_PARAMS, gate_settings
 
 CHECK_PERIOD = 0.25

@@ -22,7 +22,7 @@ from rcl_interfaces.msg import (
 from rclpy.clock import Clock, ClockType
 from rclpy.context import Context
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import Executor, ExternalShutdownException
+from rclpy.executors import Executor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import (
@@ -33,7 +33,6 @@ from rclpy.qos import (
 )
 from rclpy.signals import SignalHandlerOptions
 from rclpy.timer import Timer
-from rclpy.utilities import remove_ros_args
 from std_msgs.msg import Header, String
 
 from inertial_id.cdr import stamp_parts
@@ -431,48 +430,6 @@ def init(args: Sequence[str] | None = None) -> None:
     """``rclpy.init`` without rclpy's signal handlers: ours only set a flag (``stopping``)."""
     stopping.install()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-
-
-def run(node_factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
-    """Standard ``main``: init, spin one node until SIGINT/SIGTERM, shut down; exit code 0
-    for a stop at any moment, 1 on a start-up error (one line). ``--managed`` (or
-    ``--managed=true``) among the non-ROS arguments starts a pipeline node's lifecycle version
-    (:mod:`inertial_id.nodes.managed`)."""
-    from inertial_id.nodes.managed import managed, managed_requested  # builds on this module
-
-    try:
-        wanted = managed_requested(remove_ros_args(list(sys.argv if args is None else args))[1:])
-        if wanted and not (isinstance(node_factory, type)
-                           and issubclass(node_factory, PipelineNode)):
-            raise InertialIdError("--managed is for gatherer, kinematics and solver")
-    except InertialIdError as exc:
-        print(f"inertial_id: {exc}", flush=True)
-        return 1
-    if wanted:
-        node_factory = managed(node_factory)
-    init(args)
-    node = executor = None
-    try:
-        if stopping.requested():
-            return 0
-        node = node_factory()
-        executor = make_executor()
-        executor.add_node(node)
-        spin(executor)
-    except InertialIdError as exc:
-        if stopping.requested():  # a stop during start-up, e.g. while waiting for a file
-            return 0
-        print(f"inertial_id: {exc}", flush=True)
-        return 1
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass  # a second signal, or the context shut down by someone else
-    finally:
-        if executor is not None:
-            executor.shutdown(timeout_sec=1.0)
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
 
 
 Number = int | float | bool

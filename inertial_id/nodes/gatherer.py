@@ -38,7 +38,6 @@ from inertial_id.nodes.common import (
     RobotDescription,
     Silence,
     pipeline_qos,
-    run,
     sensor_qos,
     set_period,
     steady_timer,
@@ -48,6 +47,7 @@ from inertial_id.nodes.conversions import (
     joint_state_from_bytes,
     wrench_from_bytes,
 )
+from inertial_id.nodes.runner import run
 from inertial_id.settings import GATHERER_PARAMS, gatherer_kinematics, gatherer_settings
 
 COALESCE = 0.0005

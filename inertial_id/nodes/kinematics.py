@@ -33,9 +33,9 @@ from inertial_id.nodes.common import (
     Silence,
     UpstreamLoss,
     pipeline_qos,
-    run,
 )
 from inertial_id.nodes.conversions import UndecodableError, joint_samples_from_bytes
+from inertial_id.nodes.runner import run
 from inertial_id.settings import KINEMATICS_PARAMS, kinematics_settings
 
 

@@ -28,8 +28,9 @@ from inertial_id.core.simulation import (
     bundled_urdf_path,
 )
 from inertial_id.msg import InertialParameters
-from inertial_id.nodes.common import check, declare_all, latched_qos, run, sensor_qos, to_stamp
+from inertial_id.nodes.common import check, declare_all, latched_qos, sensor_qos, to_stamp
 from inertial_id.nodes.conversions import body_to_msg
+from inertial_id.nodes.runner import run
 from inertial_id.settings import SIMULATOR_PARAMS
 
 

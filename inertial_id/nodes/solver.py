@@ -57,7 +57,6 @@ from inertial_id.nodes.common import (
     RobotDescription,
     UpstreamLoss,
     pipeline_qos,
-    run,
     steady_timer,
     to_stamp,
 )
@@ -71,6 +70,7 @@ from inertial_id.nodes.conversions import (
     sensor_samples_from_bytes,
 )
 from inertial_id.nodes.links import LinksMode
+from inertial_id.nodes.runner import run
 from inertial_id.nodes.torque_payload import TorquePayloadMode
 from inertial_id.settings import (
     SOLVER_PARAMS,

@@ -23,8 +23,9 @@ never returns: in 1 of about 30 full test suites a node's ``destroy_node`` block
 ``destroy_when_not_in_use`` (the middleware's node teardown) for good, and the process then
 never ended.
 
-This module imports nothing heavy, so the node executables install the handlers before
-importing rclpy, pinocchio and cvxpy (a stop during those imports is a clean stop too).
+This module imports nothing heavy, so the node executables (:mod:`inertial_id.entry_points`)
+install the handlers before importing rclpy, pinocchio and cvxpy (a stop during those imports
+is a clean stop too).
 """
 
 from __future__ import annotations
@@ -95,49 +96,3 @@ def clear() -> None:
     faulthandler.cancel_dump_traceback_later()
     while _exit_timer:
         _exit_timer.pop().cancel()
-
-
-def main(node: str) -> int:
-    """Entry point of the node executables: handlers first (stops bounded in time), then the
-    node module."""
-    install(bounded=True)
-    from importlib import import_module
-
-    return import_module(f"inertial_id.nodes.{node}").main()
-
-
-RUN_UNTIL_STOPPED = ("play", "demo", "replay")
-"""``inertial-id`` commands that run until stopped: their handlers go in before the imports."""
-
-
-def cli() -> int:
-    """Entry point of ``inertial-id``: for the commands that run until stopped, the handlers
-    first (a stop while numpy, pinocchio and rclpy load is then a clean stop, not a kill);
-    the others keep Python's Ctrl-C."""
-    import sys
-
-    if len(sys.argv) > 1 and sys.argv[1] in RUN_UNTIL_STOPPED:
-        install()
-    from inertial_id.cli import main as cli_main
-
-    return cli_main()
-
-
-def gatherer() -> int:
-    return main("gatherer")
-
-
-def kinematics() -> int:
-    return main("kinematics")
-
-
-def solver() -> int:
-    return main("solver")
-
-
-def simulator() -> int:
-    return main("simulator")
-
-
-def applier() -> int:
-    return main("applier")
