@@ -2,12 +2,15 @@
 ``ros2 run inertial_id solver``, ...).
 
 Each installs the stop handlers (:mod:`inertial_id.nodes.stopping`) before it imports rclpy,
-pinocchio and cvxpy, so a stop while they load is a clean stop too.
+pinocchio and cvxpy, so a stop while they load is a clean stop too. ``--help`` (``-h``) on a
+node executable prints the node's parameters from the table (:mod:`inertial_id.settings`)
+and exits 0 without starting the node.
 """
 
 from __future__ import annotations
 
 import sys
+import textwrap
 from importlib import import_module
 
 from inertial_id.nodes import stopping
@@ -15,11 +18,40 @@ from inertial_id.nodes import stopping
 RUN_UNTIL_STOPPED = ("play", "demo", "replay")
 """``inertial-id`` commands that run until stopped: their handlers go in before the imports."""
 
+UNMANAGED = ("simulator",)
+"""Node executables without a lifecycle version (``--managed``)."""
+
+HELP_FLAGS = ("-h", "--help")
+
+
+def node_help(node: str) -> str:
+    """The help text of the ``node`` executable: how to start it and its parameters."""
+    from inertial_id.settings import NODE_PARAMS, parameter_help
+
+    managed = "" if node in UNMANAGED else " [--managed]"
+    about = (f"The inertial_id {node} node. Its parameters come from -p or a parameter file's "
+             f"/**/{node}: ros__parameters: section; a name it does not have stops it with an "
+             "error. 'live' parameters can be changed while it runs (ros2 param set), the "
+             "others need a restart.")
+    lines = [f"usage: ros2 run inertial_id {node}{managed} "
+             "[--ros-args -p NAME:=VALUE --params-file FILE ...]", "",
+             *textwrap.wrap(about, 92)]
+    if managed:
+        lines += ["", "options:",
+                  "  --managed  start the lifecycle node, unconfigured (--managed=true|false)"]
+    lines += ["", "parameters:", parameter_help(NODE_PARAMS[node])]
+    return "\n".join(lines)
+
 
 def main(node: str) -> int:
-    """Entry point of the node executables: handlers first (stops bounded in time), then the
-    node module."""
+    """Entry point of the node executables: ``--help``, or the handlers first (stops
+    bounded in time), then the node module."""
     stopping.install(bounded=True)
+    from rclpy.utilities import remove_ros_args
+
+    if any(flag in HELP_FLAGS for flag in remove_ros_args(sys.argv)[1:]):
+        print(node_help(node))
+        return 0
     return import_module(f"inertial_id.nodes.{node}").main()
 
 

@@ -8,7 +8,8 @@ parameter file tuned on a bag means the same thing on the robot.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import textwrap
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -318,16 +319,55 @@ NODE_PARAMS = {"gatherer": GATHERER_PARAMS, "kinematics": KINEMATICS_PARAMS,
                "applier": APPLIER_PARAMS}
 
 
+ROS_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service"})
+"""The parameters rclpy declares on every node itself: known to every node, in no table."""
+
+
+def check_known(params: tuple[Param, ...], names: Iterable[str], node: str) -> None:
+    """Raise :class:`InertialIdError` ``<node> has no parameter(s) a, b`` for the ``names``
+    that ``params`` does not list (nor :data:`ROS_PARAMETERS`): a misspelt key in a parameter
+    file, refused in the same words by a node at start and by replay."""
+    unknown = sorted(set(names) - {p.name for p in params} - ROS_PARAMETERS)
+    if unknown:
+        raise InertialIdError(f"{node} has no parameter(s) {', '.join(unknown)}")
+
+
 def with_defaults(params: tuple[Param, ...], values: Mapping[str, Any],
                   node: str = "") -> dict[str, Any]:
-    """Defaults overridden by ``values``; an unknown name is an error naming the node."""
+    """Defaults overridden by ``values``; an unknown name is an error naming the node
+    (:func:`check_known`)."""
+    check_known(params, values, node or "node")
     known = {p.name: p.default for p in params}
-    unknown = sorted(set(values) - set(known) - {"use_sim_time"})
-    if unknown:
-        raise InertialIdError(f"{node or 'node'} has no parameter(s) {', '.join(unknown)}")
     known.update({k: v for k, v in values.items() if k in known})
     validate(params, known, node or "node")
     return known
+
+
+def _text(value: Any) -> str:
+    """A default as it is written in a parameter file."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_text(v) for v in value) + "]"
+    return repr(value)
+
+
+def parameter_help(params: Iterable[Param]) -> str:
+    """The parameters of a table as a help text: per parameter its name, default, unit,
+    range and whether a change applies while the node runs (``live``; the others are
+    read-only), then its description."""
+    lines = []
+    for param in params:
+        facts = [f"default {_text(param.default)}"]
+        facts += [f"unit {param.unit}"] if param.unit else []
+        facts += [param.range_text] if param.range_text else []
+        facts.append("live" if param.live else "read-only")
+        lines.append(f"  {param.name}  ({', '.join(facts)})")
+        lines += textwrap.wrap(param.description, 92, initial_indent=" " * 6,
+                               subsequent_indent=" " * 6)
+    return "\n".join(lines)
 
 
 def validate(params: tuple[Param, ...], values: Mapping[str, Any], node: str) -> None:

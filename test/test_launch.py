@@ -98,9 +98,9 @@ def declared() -> dict[str, set[str]]:
     try:
         names = {}
         for name, cls in NODE_CLASSES.items():
+            target = [Parameter("target", value="fts-broadcaster")] if name == "applier" else []
             node: Node = cls(context=context, parameter_overrides=[
-                Parameter("urdf_path", value=bundled_urdf_path()),
-                Parameter("target", value="fts-broadcaster")])  # the applier's
+                Parameter("urdf_path", value=bundled_urdf_path()), *target])
             names[name] = set(node._parameters)  # noqa: SLF001 - what the node declared
             node.destroy_node()
         return names

@@ -38,7 +38,7 @@ from std_msgs.msg import Header, String
 from inertial_id.cdr import stamp_parts
 from inertial_id.core.errors import InertialIdError
 from inertial_id.nodes import compat, stopping
-from inertial_id.settings import Param, validate
+from inertial_id.settings import Param, check_known, validate
 
 
 def sensor_qos(depth: int) -> QoSProfile:
@@ -191,13 +191,21 @@ class LiveParameters:
         return SetParametersResult(successful=True)
 
 
-def _override(node: Node, param: Param) -> Parameter | None:
-    """The value given for ``param`` at start-up (``-p``, a parameter file, or
-    ``parameter_overrides``), an integer given for a double converted in place.
+def _overrides(node: Node) -> dict[str, Parameter]:
+    """The values given to ``node`` at start-up (``-p``, a parameter file's sections for this
+    node, ``parameter_overrides``), declared or not.
 
-    rclpy has no public accessor for the overrides; the alternative, declaring doubles with
-    dynamic typing, would let any type through and lose the type rqt_reconfigure shows."""
-    overrides = node._parameter_overrides  # noqa: SLF001 - see the docstring
+    rclpy has no public accessor for them: the context keeps only the unparsed arguments,
+    and ``automatically_declare_parameters_from_overrides`` would declare every name (a
+    misspelt one too) without the descriptors; declaring doubles with dynamic typing instead
+    would let any type through and lose the type rqt_reconfigure shows."""
+    return node._parameter_overrides  # noqa: SLF001 - see the docstring
+
+
+def _override(node: Node, param: Param) -> Parameter | None:
+    """The value given for ``param`` at start-up (:func:`_overrides`), an integer given for
+    a double converted in place."""
+    overrides = _overrides(node)
     given = overrides.get(param.name)
     if given is not None:
         overrides[param.name] = given = coerce(param, given)
@@ -277,8 +285,11 @@ def declare(node: Node, name: str, default: Any, description: str,
 def declare_all(node: Node, params: Sequence[Param],
                 apply: ApplyFn | None = None) -> dict[str, Any]:
     """Declare every parameter of a node's table (:mod:`inertial_id.settings`); their values,
-    validated (:class:`InertialIdError` saying which is wrong). Live parameters then change
-    at runtime through ``apply`` (:class:`LiveParameters`; ``node.live_parameters``)."""
+    validated (:class:`InertialIdError` saying which is wrong; a name given at start-up that
+    the table lacks is refused as replay refuses it, :func:`check_known`). Live parameters
+    then change at runtime through ``apply`` (:class:`LiveParameters`;
+    ``node.live_parameters``)."""
+    check_known(tuple(params), _overrides(node), node.get_name())
     values = {p.name: declare_param(node, p) for p in params}
     validate(tuple(params), values, node.get_name())
     node.live_parameters = LiveParameters(node, params, values, apply)
