@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from inertial_id import __version__
 from inertial_id.core.regressor import WRENCH_SIGNS
 from inertial_id.export_tool import add_export_parser, run_export
 from inertial_id.links_tool import (
@@ -139,13 +140,30 @@ def _add_play(sub: argparse._SubParsersAction) -> None:
     play.add_argument("--loop", action="store_true", help="start again at the end")
 
 
+class SubcommandParser(argparse.ArgumentParser):
+    """A subcommand's parser that refuses an argument it does not know itself, with its own
+    usage (argparse leaves them to ``inertial-id``, which would show the top-level usage)."""
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None,
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        """:meth:`argparse.ArgumentParser.parse_known_args`; exits with this subcommand's
+        usage when an argument is left over."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``inertial-id`` and its subcommands."""
     parser = argparse.ArgumentParser(
         prog="inertial-id", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=SubcommandParser)
     demo = sub.add_parser("demo", help="simulated arm + the three nodes, estimate vs truth",
                           description=DEMO_HELP,
                           formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -38,8 +38,8 @@ recording in time order at its own sample period)."""
 
 PAYLOAD_HELP = """\
 Identify a payload from joint torques, for arms without a wrist F/T sensor: its 10 inertial
-parameters about the origin of --frame (a URDF frame on the last link: the flange or a tool
-frame; by default the last link's frame, so they are the change of its parameters),
+parameters about the origin of --payload-frame (a URDF frame on the last link: the flange or a
+tool frame; by default the last link's frame, so they are the change of its parameters),
 physically consistent (pseudo-inertia LMI), with a std from the block-robust covariance. The
 arm's own torques come from a link model (--links, from identify-links, with its friction
 and offsets) or from the URDF's inertials (--urdf alone: no friction, so give an --unloaded
@@ -104,9 +104,10 @@ def add_identify_payload_parser(subparsers: argparse._SubParsersAction
     p.add_argument("--drive-gain", type=name_value_pair, nargs="*", default=[], metavar="NAME=K",
                    help="with --urdf alone: efforts of these joints are in drive units "
                    "(e.g. A), K N m per unit (a --links model carries its own gains)")
-    p.add_argument("--frame",
-                   help="payload frame: a URDF frame on the last link (flange, tool); "
-                   "default: the last link's own frame")
+    p.add_argument("--payload-frame", dest="frame", metavar="FRAME",
+                   help="a URDF frame on the last link (flange, tool) the payload is given in, "
+                   "as the solver's payload_frame; default: the last link's own frame")
+    p.add_argument("--frame", dest="frame", help=argparse.SUPPRESS)  # its former name
     p.add_argument("--output", type=Path, metavar="OUT.yaml", help="write the estimate here")
     _common(p)
     return p

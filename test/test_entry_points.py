@@ -1,5 +1,6 @@
-"""The executables as a new user meets them: ``--help`` on every node executable, and a
-misspelt parameter refused at start in replay's words.
+"""The executables as a new user meets them: ``--help`` on every node executable, a misspelt
+parameter refused at start in replay's words, ``inertial-id --version``, and a mistyped flag
+answered with the subcommand's usage.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from inertial_id import __version__
+from inertial_id.cli import build_parser
 from inertial_id.core.errors import InertialIdError
 from inertial_id.replay import load_params
 from inertial_id.settings import NODE_PARAMS, online_config
@@ -53,3 +56,35 @@ def test_a_misspelt_key_in_a_parameter_file_stops_the_node_as_it_stops_replay(
                 env=ros_env)
     assert done.returncode == 1
     assert done.stdout.strip().splitlines() == [f"inertial_id: {replayed.value}"]
+
+
+def test_version() -> None:
+    done = _run([str(BIN / "inertial-id"), "--version"])
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"inertial-id {__version__}"
+
+
+@pytest.mark.parametrize(("command", "usage"), [
+    (["replay", "bag", "--sensor_frame", "tool0"], "usage: inertial-id replay "),
+    (["identify-payload", "--bag", "b", "--urdf", "u", "--payload_frame", "x"],
+     "usage: inertial-id identify-payload "),
+    (["simulate", "--output", "o", "--duraton", "3"], "usage: inertial-id simulate "),
+])
+def test_a_mistyped_flag_shows_the_usage_of_its_subcommand(command: list[str],
+                                                           usage: str) -> None:
+    done = _run([str(BIN / "inertial-id"), *command])
+    assert done.returncode == 2
+    assert done.stderr.startswith(usage), done.stderr
+    assert f"unrecognized arguments: {command[-2]} {command[-1]}" in done.stderr
+
+
+@pytest.mark.parametrize("flag", ["--payload-frame", "--frame"])
+def test_identify_payload_takes_the_payload_frame_under_the_solver_parameter_name(
+        flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args = build_parser().parse_args(["identify-payload", "--bag", "b", flag, "tool0"])
+    assert args.frame == "tool0"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["identify-payload", "--help"])
+    shown = capsys.readouterr().out
+    assert "--payload-frame FRAME" in shown
+    assert "--frame" not in shown  # the former name, a hidden alias
