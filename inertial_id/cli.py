@@ -102,6 +102,44 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
                              "unusable: bad stamps, values or joints (default 0.01)")
 
 
+BATCH_HELP = """\
+Replay many bags with the same pipeline as `replay` (payload mode), in parallel on a Dask
+cluster: a local one of --workers processes by default, or an existing one (--scheduler
+tcp://HOST:PORT; its workers must have inertial_id installed and see the bags and the
+parameter file at the same paths). Bags are named, or found under directories and glob
+patterns. Writes one row per bag and payload segment to TABLE (.parquet or .csv): robot,
+stamps, estimate with std and verdicts, set-up errors, contacts, payload changes, the data
+ledger, the filter. A bag that fails is a row with its error; bags already in the table are
+skipped, so a stopped batch resumes. See docs/fleet.md. Exit status 0, or 3 when a bag failed
+or the input is unusable."""
+
+
+def _add_batch(sub: argparse._SubParsersAction) -> None:
+    batch = sub.add_parser("batch", help="many bags on a Dask cluster, one table",
+                           description=BATCH_HELP,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    batch.add_argument("bags", nargs="+", metavar="BAG",
+                       help="bag (directory or .mcap/.db3 file), directory of bags, or glob")
+    batch.add_argument("--output", type=Path, required=True, metavar="TABLE",
+                       help="the table, .parquet or .csv (rows already there are kept)")
+    batch.add_argument("--params", type=Path, metavar="YAML",
+                       help="the nodes' parameter file (e.g. config/inertial_id.yaml)")
+    batch.add_argument("--manifest", type=Path, metavar="MANIFEST.yaml",
+                       help="'robots: {BAG or PATTERN: ROBOT}' (default robot: the name of "
+                            "the directory holding the bag)")
+    engine = batch.add_mutually_exclusive_group()
+    engine.add_argument("--workers", type=int, metavar="N",
+                        help="processes of the local Dask cluster (default: the CPU count)")
+    engine.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                        help="the scheduler of an existing Dask cluster")
+    batch.add_argument("--retry-failed", action="store_true",
+                       help="replay again the bags whose rows hold an error")
+    batch.add_argument("--no-progress", action="store_true", help="no progress bar")
+    batch.add_argument("--max-dropped", type=float, default=0.01, metavar="SHARE",
+                       help="a bag fails when more than this share of its messages is "
+                            "unusable (default 0.01)")
+
+
 def _add_simulate(sub: argparse._SubParsersAction) -> None:
     sim = sub.add_parser("simulate", help="write a synthetic bag with a known payload",
                          description=SIMULATE_HELP,
@@ -180,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="simulated joint state rate, Hz (default: %(default)s)")
     demo.add_argument("--seed", type=int, default=0, help="noise seed (default: %(default)s)")
     _add_replay(sub)
+    _add_batch(sub)
     _add_simulate(sub)
     _add_play(sub)
     add_identify_links_parser(sub)
@@ -247,6 +286,23 @@ def _replay(args: argparse.Namespace) -> int:
     return 0 if result.estimate is not None and not result.setup_errors else 3
 
 
+def _batch(args: argparse.Namespace) -> int:
+    # Dask and pyarrow load here, when a batch runs: nothing else needs them.
+    from inertial_id.batch import BatchOptions, run_batch, summary_line
+    from inertial_id.replay import check_writable
+
+    check_writable(args.output)
+    summary = run_batch(BatchOptions(
+        inputs=tuple(args.bags), output=args.output, params=args.params,
+        manifest=args.manifest, workers=args.workers, scheduler=args.scheduler,
+        max_dropped=args.max_dropped, retry_failed=args.retry_failed,
+        progress=not args.no_progress,
+    ))
+    print(summary_line(summary))
+    print(f"wrote {args.output}")
+    return 3 if summary.failed else 0
+
+
 def _ground_truth(bag: Path) -> dict | None:
     """The ground truth a synthetic bag carries, if any."""
     import yaml
@@ -285,8 +341,8 @@ def _play(args: argparse.Namespace) -> int:
     return play_bag(args.bag, rate=args.rate, loop=args.loop)
 
 
-COMMANDS = {"demo": _demo, "replay": _replay, "simulate": _simulate, "play": _play,
-            "identify-links": run_identify_links, "excite": run_excite,
+COMMANDS = {"demo": _demo, "replay": _replay, "batch": _batch, "simulate": _simulate,
+            "play": _play, "identify-links": run_identify_links, "excite": run_excite,
             "check-links": run_check_links, "identify-payload": run_identify_payload,
             "export": run_export}
 

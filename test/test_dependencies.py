@@ -22,6 +22,10 @@ PYTHON_DEPENDENCIES = {
     "cvxpy": ("python3-cvxpy-pip", "cvxpy"),
     "rosbags": ("python3-rosbags-pip", "rosbags"),
 }
+# Only `inertial-id batch` imports these, inside its functions: they have no rosdep key (not
+# even a pip one), so they are pip-only like cvxpy and the nodes never load them.
+# Python module -> pip name in requirements.txt
+BATCH_ONLY = {"dask": "dask", "distributed": "dask", "pyarrow": "pyarrow"}
 # The ROS packages: their rosdep key is their name.
 ROS_PACKAGES = {"rclpy", "rcl_interfaces", "ament_index_python", "builtin_interfaces",
                 "diagnostic_msgs", "geometry_msgs", "sensor_msgs", "std_msgs", "std_srvs",
@@ -49,20 +53,20 @@ def package_xml_keys() -> set[str]:
 def pinned(path: Path) -> set[str]:
     names = set()
     for line in path.read_text().splitlines():
-        match = re.match(r"([A-Za-z0-9_.\-]+)\s*(==|<|>|$)", line.strip())
+        match = re.match(r"([A-Za-z0-9_.\-]+)(\[[a-z,]+\])?\s*(==|<|>|$)", line.strip())
         if match and not line.lstrip().startswith("#"):
             names.add(match.group(1).lower())
     return names
 
 
 def test_every_import_is_known() -> None:
-    unknown = imported_modules() - set(PYTHON_DEPENDENCIES) - ROS_PACKAGES
+    unknown = imported_modules() - set(PYTHON_DEPENDENCIES) - set(BATCH_ONLY) - ROS_PACKAGES
     assert not unknown, f"imported but not declared anywhere: {sorted(unknown)}"
 
 
 def test_package_xml_declares_every_import_by_its_rosdep_key() -> None:
     keys = package_xml_keys()
-    for module in sorted(imported_modules()):
+    for module in sorted(imported_modules() - set(BATCH_ONLY)):
         key = PYTHON_DEPENDENCIES[module][0] if module in PYTHON_DEPENDENCIES else module
         assert key in keys, f"package.xml lacks {key} (imported as {module})"
 
@@ -71,11 +75,32 @@ def test_the_venvs_and_the_robot_pin_the_python_dependencies() -> None:
     requirements = pinned(ROOT / "requirements.txt")
     for module in sorted(imported_modules() & set(PYTHON_DEPENDENCIES)):
         assert PYTHON_DEPENDENCIES[module][1] in requirements, module
+    assert set(BATCH_ONLY.values()) <= requirements
     # The pip-only rosdep keys are what a robot installs from requirements-robot.txt.
     robot = pinned(ROOT / "requirements-robot.txt")
     pip_only = {pip for key, pip in PYTHON_DEPENDENCIES.values() if key.endswith("-pip")}
     assert pip_only <= robot
     assert "numpy<2" in (ROOT / "requirements-robot.txt").read_text()
+
+
+def test_only_the_batch_module_loads_dask_and_pyarrow_and_only_when_it_runs() -> None:
+    """No rosdep key: a ROS install without them must run everything but the batch."""
+    for path in (ROOT / "inertial_id").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top_level = {alias.name.split(".")[0] for node in tree.body
+                     if isinstance(node, ast.Import) for alias in node.names}
+        top_level |= {node.module.split(".")[0] for node in tree.body
+                      if isinstance(node, ast.ImportFrom) and node.module}
+        everywhere = {alias.name.split(".")[0] for node in ast.walk(tree)
+                      if isinstance(node, ast.Import) for alias in node.names}
+        everywhere |= {node.module.split(".")[0] for node in ast.walk(tree)
+                       if isinstance(node, ast.ImportFrom) and node.module}
+        assert not top_level & set(BATCH_ONLY), path
+        if path.name != "batch.py":
+            assert not everywhere & set(BATCH_ONLY), path
+        modules = {node.module for node in tree.body
+                   if isinstance(node, ast.ImportFrom) and node.module}
+        assert "inertial_id.batch" not in modules, f"{path} loads the batch module at import"
 
 
 def test_each_distribution_pins_its_own_ros_wheels() -> None:
