@@ -110,6 +110,10 @@ class ReplayResult:
         return doc
 
 
+OTHER_NODES = ("simulator", "applier")
+"""Nodes a parameter file may configure beside the pipeline's; replay leaves their sections."""
+
+
 def load_params(path: Path | None) -> dict[str, dict[str, Any]]:
     """``{node: {parameter: value}}`` from a nodes' parameter file (``ros__parameters``)."""
     if path is None:
@@ -126,7 +130,7 @@ def load_params(path: Path | None) -> dict[str, dict[str, Any]]:
             raise InertialIdError(f"{path}: section {node!r} has no ros__parameters")
         name = str(node).lstrip("/").split("/")[-1]
         targets = PIPELINE_NODES if name == "**" else (name,)
-        if name not in (*PIPELINE_NODES, "**", "simulator"):
+        if name not in (*PIPELINE_NODES, "**", *OTHER_NODES):
             raise InertialIdError(f"{path}: unknown node {node!r}; the pipeline's nodes are "
                                   f"{', '.join(PIPELINE_NODES)}")
         for target in targets:

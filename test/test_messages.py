@@ -82,6 +82,7 @@ SAMPLES: dict[str, dict] = {
         "twist": [(k - 9) / 37.0 for k in range(18)],
         "proper_acceleration": [9.81 - k / 41.0 for k in range(18)],
         "acceleration_noise": [1e-6 * (k + 1) / 43.0 for k in range(63)],
+        "filter_span": 0.0945,
         "samples_before": 2**64 - 1,
     },
     "SensorSamples": {
@@ -92,6 +93,7 @@ SAMPLES: dict[str, dict] = {
         "wrench": [-(k + 1) / 29.0 for k in range(12)],
         "wrench_raw": [(k + 2) / 37.0 for k in range(12)],
         "acceleration_noise": [(k - 20) / 47.0 for k in range(42)],
+        "filter_span": 1.0 / 3.0,
         "samples_before": 123_456_789_012,
     },
 }
