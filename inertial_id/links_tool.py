@@ -210,6 +210,13 @@ def name_value_pair(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}") from None
 
 
+def former_flag(parser: argparse.ArgumentParser, flag: str, action: argparse.Action) -> None:
+    """Accept ``flag``, a former name of ``action``'s option, as that option; it is not
+    shown in ``--help``."""
+    parser.add_argument(flag, dest=action.dest, type=action.type, nargs=action.nargs,
+                        default=action.default, help=argparse.SUPPRESS)
+
+
 def _rms(names: Sequence[str], values: NDArray[np.float64]) -> dict[str, float]:
     return {n: float(v) for n, v in zip(names, values, strict=True)}
 
@@ -274,9 +281,10 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
     p.add_argument("--fit-gains", action="store_true",
                    help="efforts are not torques: fit each joint's effort scale against the "
                    "CAD torques first")
-    p.add_argument("--known-gain", type=name_value_pair, nargs="*", default=[], metavar="NAME=K",
-                   help="drive gains that are known (torque per effort unit): kept when "
-                   "fitting; one known gain anchors the scale of pi")
+    former_flag(p, "--known-gain", p.add_argument(
+        "--drive-gain", type=name_value_pair, nargs="*", default=[],
+        metavar="NAME=K", help="drive gains that are known (N m or N per effort unit): kept "
+        "when fitting; one known gain anchors the scale of pi"))
     p.add_argument("--refine-gains", type=int, default=0, metavar="N",
                    help="sdp/qp: at most N alternations fitting the effort scales jointly "
                    "with the inertials (default 0: the CAD fit's scales)")
@@ -343,7 +351,7 @@ def run_identify_links(args: argparse.Namespace) -> int:
     base = structural_base_parameters(model)
     candidates = _friction_candidates(friction, args)
     options = LinkOptions(args.method, args.prior_weight, candidates[0], args.fit_gains,
-                          dict(args.known_gain), args.refine_gains, args.max_relative_std,
+                          dict(args.drive_gain), args.refine_gains, args.max_relative_std,
                           args.consistency, args.com_margin, args.coloured_residuals,
                           friction_candidates=candidates,
                           folds=args.folds, guard=args.window)
@@ -455,7 +463,8 @@ def add_excite_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     p.add_argument("--harmonics", type=int, default=4, help="Fourier harmonics (default 4)")
     p.add_argument("--budget", type=int, default=1500,
                    help="criterion evaluations (default 1500)")
-    p.add_argument("--rate", type=float, default=100.0, help="CSV sample rate, Hz (100)")
+    former_flag(p, "--rate", p.add_argument("--sample-rate", type=float, default=100.0,
+                                            help="CSV sample rate, Hz (100)"))
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--output", type=Path, metavar="OUT.csv|OUT.yaml",
                    help="write OUT.csv and OUT.yaml (same stem)")
@@ -491,7 +500,7 @@ def run_excite(args: argparse.Namespace) -> int:
     if args.output:
         stem = args.output.with_suffix("")
         csv_path = write_trajectory_csv(stem.with_suffix(".csv"), result.trajectory,
-                                        result.joint_names, rate=args.rate)
+                                        result.joint_names, rate=args.sample_rate)
         yaml_path = write_trajectory_yaml(stem.with_suffix(".yaml"), result)
         print(f"wrote {csv_path} and {yaml_path}")
     return 0

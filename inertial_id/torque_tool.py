@@ -23,7 +23,7 @@ from inertial_id.core.torque_payload import (
     identify_paired_payload,
     paired_difference,
 )
-from inertial_id.links_tool import joint_data, name_value_pair, read_joint_bag
+from inertial_id.links_tool import former_flag, joint_data, name_value_pair, read_joint_bag
 
 CHECK_HELP = """\
 Check a link model (the YAML `inertial-id identify-links --output` writes) on a recording it
@@ -71,7 +71,8 @@ def add_check_links_parser(subparsers: argparse._SubParsersAction) -> argparse.A
     p.add_argument("--urdf", help="the URDF (default: the one the model names)")
     p.add_argument("--compare-urdf", action="store_true",
                    help="also score the URDF's own inertials")
-    p.add_argument("--json", type=Path, metavar="OUT.json", help="write the results here")
+    former_flag(p, "--json", p.add_argument("--output", type=Path, metavar="OUT.json",
+                                            help="write the results here"))
     p.add_argument("--confidence", type=float, default=0.9999,
                    help="T^2 confidence of the contact test (default 0.9999)")
     _common(p)
@@ -104,10 +105,10 @@ def add_identify_payload_parser(subparsers: argparse._SubParsersAction
     p.add_argument("--drive-gain", type=name_value_pair, nargs="*", default=[], metavar="NAME=K",
                    help="with --urdf alone: efforts of these joints are in drive units "
                    "(e.g. A), K N m per unit (a --links model carries its own gains)")
-    p.add_argument("--payload-frame", dest="frame", metavar="FRAME",
-                   help="a URDF frame on the last link (flange, tool) the payload is given in, "
-                   "as the solver's payload_frame; default: the last link's own frame")
-    p.add_argument("--frame", dest="frame", help=argparse.SUPPRESS)  # its former name
+    former_flag(p, "--frame", p.add_argument(
+        "--payload-frame", dest="frame", metavar="FRAME",
+        help="a URDF frame on the last link (flange, tool) the payload is given in, as the "
+        "solver's payload_frame; default: the last link's own frame"))
     p.add_argument("--output", type=Path, metavar="OUT.yaml", help="write the estimate here")
     _common(p)
     return p
@@ -174,9 +175,9 @@ def run_check_links(args: argparse.Namespace) -> int:
         error = "-" if relative[j] is None else f"{relative[j]:.2f}"
         print(f"{name:<22}{rms[j]:>10.4g}{error:>10}{extra}")
     print(f"contacts: {doc['contacts'] or 'none'}")
-    if args.json:
-        args.json.write_text(json.dumps(doc, indent=2) + "\n")
-        print(f"wrote {args.json}")
+    if args.output:
+        args.output.write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"wrote {args.output}")
     return 0
 
 

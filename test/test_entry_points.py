@@ -78,13 +78,24 @@ def test_a_mistyped_flag_shows_the_usage_of_its_subcommand(command: list[str],
     assert f"unrecognized arguments: {command[-2]} {command[-1]}" in done.stderr
 
 
-@pytest.mark.parametrize("flag", ["--payload-frame", "--frame"])
-def test_identify_payload_takes_the_payload_frame_under_the_solver_parameter_name(
-        flag: str, capsys: pytest.CaptureFixture[str]) -> None:
-    args = build_parser().parse_args(["identify-payload", "--bag", "b", flag, "tool0"])
-    assert args.frame == "tool0"
+RENAMED = [  # command and its other arguments, the flag's name, its former name, a value
+    (["identify-payload", "--bag", "b"], "--payload-frame", "--frame", "tool0"),
+    (["check-links", "m.yaml", "--bag", "b"], "--output", "--json", "out.json"),
+    (["identify-links", "--bag", "b", "--urdf", "u"], "--drive-gain", "--known-gain", "j1=2.5"),
+    (["excite", "--urdf", "u"], "--sample-rate", "--rate", "250"),
+]
+
+
+@pytest.mark.parametrize(("command", "flag", "former", "value"), RENAMED,
+                         ids=[r[0][0] for r in RENAMED])
+def test_renamed_flags_take_their_former_name_too_without_showing_it(
+        command: list[str], flag: str, former: str, value: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    parser = build_parser()
+    assert parser.parse_args([*command, flag, value]) == parser.parse_args(
+        [*command, former, value])
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["identify-payload", "--help"])
+        parser.parse_args([command[0], "--help"])
     shown = capsys.readouterr().out
-    assert "--payload-frame FRAME" in shown
-    assert "--frame" not in shown  # the former name, a hidden alias
+    assert f"{flag} " in shown
+    assert f"{former} " not in shown
