@@ -76,7 +76,9 @@ CHUNK = 0.2  # s of data published before the executor runs the callbacks
 
 # Solver settings for short tests: an estimate after 300 samples (1.2 s of data), often.
 SOLVER = {"min_samples": 300, "publish_rate": 10.0}
-GATHERER = {"publish_rate": 100.0, "filter_window": 0.08}  # runs of 2 s: no time to choose
+# The former default filter at these 125 Hz joint states (41 samples, lag 2): runs of 2-3 s
+# leave no time to choose one.
+GATHERER = {"publish_rate": 100.0, "filter_window": 0.32, "filter_delay": 0.016}
 
 
 # ----------------------------------------------------------------------------------------------
