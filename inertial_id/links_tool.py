@@ -37,7 +37,7 @@ IDENTIFY_HELP = """\
 Identify the inertial parameters of a robot's links from joint positions and efforts (joint
 torques or motor currents), with friction, offsets and optionally drive gains.
 
-Input: a bag (--bag) with sensor_msgs/JointState carrying efforts (a torque-sensing arm's
+Input: a bag (BAG) with sensor_msgs/JointState carrying efforts (a torque-sensing arm's
 joint_states, or the simulator's), or CSV files with a `t` column (s) and one column per joint,
 named like the TIAGo export (`- arm_1_joint_position`, `- arm_1_joint_effort`; a plain
 `arm_1_joint_position` works too).
@@ -217,6 +217,31 @@ def former_flag(parser: argparse.ArgumentParser, flag: str, action: argparse.Act
                         default=action.default, help=argparse.SUPPRESS)
 
 
+def add_bag(parser: argparse.ArgumentParser, text: str) -> None:
+    """The recording a command reads, given as replay and play take theirs: the positional
+    ``BAG`` (``text`` describes it); ``--bag BAG``, its former spelling, is accepted until
+    the next release (so its help says). Read it with :func:`given_bag`."""
+    parser.add_argument("bag", nargs="?", type=Path, metavar="BAG", help=text)
+    parser.add_argument("--bag", dest="former_bag", type=Path, metavar="BAG",
+                        help="deprecated, accepted until the next release: give BAG without "
+                        "--bag")
+
+
+def given_bag(args: argparse.Namespace) -> Path | None:
+    """The bag of :func:`add_bag`, either spelling; ``None`` without one."""
+    if args.bag is not None and args.former_bag is not None:
+        raise SampleError("give the BAG once (--bag is its former spelling)")
+    return args.bag if args.bag is not None else args.former_bag
+
+
+def required_bag(args: argparse.Namespace) -> Path:
+    """The bag of a command that cannot do without one (:func:`add_bag`)."""
+    bag = given_bag(args)
+    if bag is None:
+        raise SampleError("give the BAG to read")
+    return bag
+
+
 def _rms(names: Sequence[str], values: NDArray[np.float64]) -> dict[str, float]:
     return {n: float(v) for n, v in zip(names, values, strict=True)}
 
@@ -230,11 +255,9 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
         "identify-links", help="identify link inertias, friction and gains from joint efforts",
         description=IDENTIFY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--urdf", required=True, help="the robot's URDF (CAD prior and kinematics)")
-    p.add_argument("--bag", type=Path, metavar="BAG",
-                   help="read positions and efforts from this bag's joint states instead of "
-                   "CSV files")
+    add_bag(p, "read positions and efforts from this bag's joint states instead of CSV files")
     p.add_argument("--joint-states-topic", metavar="TOPIC",
-                   help="with --bag: the JointState topic (default: the bag's only one)")
+                   help="with BAG: the JointState topic (default: the bag's only one)")
     p.add_argument("--position", type=Path, metavar="CSV",
                    help="joint positions: t, then one column per joint (rad, m)")
     p.add_argument("--effort", type=Path, metavar="CSV",
@@ -309,13 +332,14 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
 
 
 def joint_tables(args: argparse.Namespace) -> tuple[JointTable, JointTable]:
-    """Positions and efforts from ``--bag`` or from ``--position`` and ``--effort``."""
-    if args.bag is not None:
+    """Positions and efforts from the bag or from ``--position`` and ``--effort``."""
+    bag = given_bag(args)
+    if bag is not None:
         if args.position or args.effort:
-            raise SampleError("give either --bag or --position and --effort, not both")
-        return read_joint_bag(args.bag, args.joint_states_topic)
+            raise SampleError("give either a BAG or --position and --effort, not both")
+        return read_joint_bag(bag, args.joint_states_topic)
     if not (args.position and args.effort):
-        raise SampleError("give --bag, or --position and --effort")
+        raise SampleError("give a BAG, or --position and --effort")
     return read_joint_csv(args.position), read_joint_csv(args.effort)
 
 

@@ -23,7 +23,14 @@ from inertial_id.core.torque_payload import (
     identify_paired_payload,
     paired_difference,
 )
-from inertial_id.links_tool import former_flag, joint_data, name_value_pair, read_joint_bag
+from inertial_id.links_tool import (
+    add_bag,
+    former_flag,
+    joint_data,
+    name_value_pair,
+    read_joint_bag,
+    required_bag,
+)
 
 CHECK_HELP = """\
 Check a link model (the YAML `inertial-id identify-links --output` writes) on a recording it
@@ -67,7 +74,7 @@ def add_check_links_parser(subparsers: argparse._SubParsersAction) -> argparse.A
         "check-links", help="per-joint torque error of a link model on a new recording",
         description=CHECK_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", type=Path, metavar="MODEL.yaml", help="identify-links' output")
-    p.add_argument("--bag", required=True, type=Path, help="JointState with efforts")
+    add_bag(p, "JointState with efforts")
     p.add_argument("--urdf", help="the URDF (default: the one the model names)")
     p.add_argument("--compare-urdf", action="store_true",
                    help="also score the URDF's own inertials")
@@ -85,7 +92,7 @@ def add_identify_payload_parser(subparsers: argparse._SubParsersAction
     p = subparsers.add_parser(
         "identify-payload", help="the payload from joint torques (no F/T sensor)",
         description=PAYLOAD_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--bag", required=True, type=Path, help="the arm with the payload")
+    add_bag(p, "the arm with the payload")
     p.add_argument("--unloaded", type=Path, metavar="BAG",
                    help="the same arm and trajectory without the payload (see --pair-method)")
     p.add_argument("--pair-method", choices=("difference", "refit"), default="difference",
@@ -155,8 +162,9 @@ def _scores(effort: NDArray[np.float64], predicted: NDArray[np.float64]
 
 def run_check_links(args: argparse.Namespace) -> int:
     """Run ``check-links``; 0 on success."""
+    bag = required_bag(args)
     links = load_link_model(args)
-    t, q, qd, qdd, effort = read_rows(links, args.bag, args)
+    t, q, qd, qdd, effort = read_rows(links, bag, args)
     predicted = links.at_sample_period(float(np.median(np.diff(t)))).efforts(q, qd, qdd)
     rms, relative = _scores(effort, predicted)
     doc: dict[str, Any] = {"joints": links.model.joint_names, "rms": rms,
@@ -188,8 +196,9 @@ def _own_clock(rows: tuple[NDArray[np.float64], ...]) -> tuple[NDArray[np.float6
 
 def run_identify_payload(args: argparse.Namespace) -> int:
     """Run ``identify-payload``; 0 on success."""
+    bag = required_bag(args)
     links = load_link_model(args)
-    loaded = _own_clock(read_rows(links, args.bag, args))
+    loaded = _own_clock(read_rows(links, bag, args))
     links = links.at_sample_period(float(np.median(np.diff(loaded[0]))))
     pair: dict[str, Any] = {}
     if args.unloaded is not None:

@@ -14,6 +14,7 @@ import pytest
 from inertial_id import __version__
 from inertial_id.cli import build_parser
 from inertial_id.core.errors import InertialIdError
+from inertial_id.links_tool import given_bag
 from inertial_id.replay import load_params
 from inertial_id.settings import NODE_PARAMS, online_config
 
@@ -66,7 +67,7 @@ def test_version() -> None:
 
 @pytest.mark.parametrize(("command", "usage"), [
     (["replay", "bag", "--sensor_frame", "tool0"], "usage: inertial-id replay "),
-    (["identify-payload", "--bag", "b", "--urdf", "u", "--payload_frame", "x"],
+    (["identify-payload", "b", "--urdf", "u", "--payload_frame", "x"],
      "usage: inertial-id identify-payload "),
     (["simulate", "--output", "o", "--duraton", "3"], "usage: inertial-id simulate "),
 ])
@@ -79,9 +80,9 @@ def test_a_mistyped_flag_shows_the_usage_of_its_subcommand(command: list[str],
 
 
 RENAMED = [  # command and its other arguments, the flag's name, its former name, a value
-    (["identify-payload", "--bag", "b"], "--payload-frame", "--frame", "tool0"),
-    (["check-links", "m.yaml", "--bag", "b"], "--output", "--json", "out.json"),
-    (["identify-links", "--bag", "b", "--urdf", "u"], "--drive-gain", "--known-gain", "j1=2.5"),
+    (["identify-payload", "b"], "--payload-frame", "--frame", "tool0"),
+    (["check-links", "m.yaml", "b"], "--output", "--json", "out.json"),
+    (["identify-links", "b", "--urdf", "u"], "--drive-gain", "--known-gain", "j1=2.5"),
     (["excite", "--urdf", "u"], "--sample-rate", "--rate", "250"),
 ]
 
@@ -99,3 +100,29 @@ def test_renamed_flags_take_their_former_name_too_without_showing_it(
     shown = capsys.readouterr().out
     assert f"{flag} " in shown
     assert f"{former} " not in shown
+
+
+@pytest.mark.parametrize("command", [["identify-payload", "--urdf", "u"],
+                                     ["check-links", "m.yaml"],
+                                     ["identify-links", "--urdf", "u"]], ids=lambda c: c[0])
+def test_the_bag_is_positional_as_in_replay_and_bag_is_a_deprecated_alias(
+        command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    parser = build_parser()
+    for given in (["rec.mcap"], ["--bag", "rec.mcap"]):
+        assert given_bag(parser.parse_args([*command, *given])) == Path("rec.mcap")
+    assert given_bag(parser.parse_args(command)) is None
+    with pytest.raises(InertialIdError, match="give the BAG once"):
+        given_bag(parser.parse_args([*command, "a.mcap", "--bag", "b.mcap"]))
+    with pytest.raises(SystemExit):
+        parser.parse_args([command[0], "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "--bag BAG deprecated, accepted until the next release" in shown
+
+
+@pytest.mark.parametrize("command", [["identify-payload", "--urdf", "u"],
+                                     ["check-links", "m.yaml", "--urdf", "u"]],
+                         ids=lambda c: c[0])
+def test_a_missing_bag_is_one_line(command: list[str]) -> None:
+    done = _run([str(BIN / "inertial-id"), *command])
+    assert done.returncode == 3
+    assert done.stderr == f"inertial-id {command[0]}: error: give the BAG to read\n"
