@@ -22,6 +22,7 @@ UNMANAGED = ("simulator",)
 """Node executables without a lifecycle version (``--managed``)."""
 
 HELP_FLAGS = ("-h", "--help")
+"""Non-ROS arguments of a node executable that print :func:`node_help` instead of starting."""
 
 
 def node_help(node: str) -> str:
@@ -44,8 +45,8 @@ def node_help(node: str) -> str:
 
 
 def main(node: str) -> int:
-    """Entry point of the node executables: ``--help``, or the handlers first (stops
-    bounded in time), then the node module."""
+    """Entry point of the node executables: the stop handlers first (stops bounded in
+    time), then the help text (:func:`node_help`) or the node module."""
     stopping.install(bounded=True)
     from rclpy.utilities import remove_ros_args
 
