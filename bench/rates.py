@@ -94,19 +94,8 @@ def messages(cell: Cell) -> tuple[list[JointStateSample | WrenchSample], BodyPar
                             offset=np.array([1.0, -2.0, 3.2, 0.05, -0.03, 0.02]),
                             joint_noise_std=cell.joint_noise, velocity_noise_std=2e-3,
                             contacts=PUSHES, seed=cell.seed)
-    joint_t = np.arange(0.0, DURATION, 1.0 / cell.joint_rate)
-    wrench_t = np.arange(0.0, DURATION, 1.0 / cell.wrench_rate)
-    position, velocity = sim.joint_states(joint_t)
-    wrench = sim.wrench(wrench_t)
-    names = kinematics.joint_names
-    out: list[JointStateSample | WrenchSample] = []
-    j = 0
-    for k, t in enumerate(wrench_t):
-        while j < joint_t.size and joint_t[j] <= t:
-            out.append(JointStateSample(START + joint_t[j], names, position[j], velocity[j]))
-            j += 1
-        out.append(WrenchSample(START + t + cell.offset, "ft_sensor", wrench[k]))
-    return out, body
+    return sim.driver_messages(DURATION, cell.joint_rate, cell.wrench_rate, START, "ft_sensor",
+                               cell.offset), body
 
 
 def false_contact_time(contacts: list[Any]) -> float:

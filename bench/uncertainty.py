@@ -151,19 +151,7 @@ def messages(case: Case) -> list[JointStateSample | WrenchSample]:
                             torque_noise_std=0.004 * case.noise_scale,
                             joint_noise_std=robot.joint_noise, seed=case.seed)
     wrench_rate, joint_rate = case.rates
-    joint_t = np.arange(0.0, case.duration, 1.0 / joint_rate)
-    wrench_t = np.arange(0.0, case.duration, 1.0 / wrench_rate)
-    position, velocity = sim.joint_states(joint_t)
-    wrench = sim.wrench(wrench_t)
-    names = kinematics.joint_names
-    out: list[JointStateSample | WrenchSample] = []
-    j = 0
-    for k, t in enumerate(wrench_t):
-        while j < joint_t.size and joint_t[j] <= t:
-            out.append(JointStateSample(START + joint_t[j], names, position[j], velocity[j]))
-            j += 1
-        out.append(WrenchSample(START + t, "ft_sensor", wrench[k]))
-    return out
+    return sim.driver_messages(case.duration, joint_rate, wrench_rate, START, "ft_sensor")
 
 
 def run_case(case: Case, matched: bool = True,

@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
 
@@ -167,10 +165,9 @@ def load_manifest(path: Path | None) -> dict[str, str]:
     mapping itself); relative paths are relative to the manifest's directory."""
     if path is None:
         return {}
-    try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise InertialIdError(f"cannot read manifest {path}: {exc}") from exc
+    from inertial_id.replay import read_yaml  # the pipeline's imports only when used
+
+    doc = read_yaml(path, "manifest")
     mapping = doc.get("robots", doc) if isinstance(doc, Mapping) else None
     if not isinstance(mapping, Mapping) or not all(
             isinstance(v, str) for v in mapping.values()):

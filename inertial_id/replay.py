@@ -114,14 +114,20 @@ OTHER_NODES = ("simulator", "applier")
 """Nodes a parameter file may configure beside the pipeline's; replay leaves their sections."""
 
 
+def read_yaml(path: Path, what: str) -> Any:
+    """A YAML file's document (an empty file: ``{}``); unreadable, :class:`InertialIdError`
+    naming ``what`` and the file."""
+    try:
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InertialIdError(f"cannot read {what} {path}: {exc}") from exc
+
+
 def load_params(path: Path | None) -> dict[str, dict[str, Any]]:
     """``{node: {parameter: value}}`` from a nodes' parameter file (``ros__parameters``)."""
     if path is None:
         return {}
-    try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise InertialIdError(f"cannot read parameter file {path}: {exc}") from exc
+    doc = read_yaml(path, "parameter file")
     if not isinstance(doc, Mapping):
         raise InertialIdError(f"{path}: expected node sections with ros__parameters")
     out: dict[str, dict[str, Any]] = {}

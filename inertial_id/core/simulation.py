@@ -20,6 +20,7 @@ import pinocchio as pin
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.friction import FrictionModel
+from inertial_id.core.gathering import JointStateSample, WrenchSample
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.parameters import BodyParameters, skew
 from inertial_id.core.regressor import PAYLOAD_ON_SENSOR, regressor
@@ -233,6 +234,27 @@ class PayloadSimulation:
         z = memory.direction(qd, self._direction)
         self._direction = z[-1].copy()
         return moving + (1.0 - np.abs(moving)) * z
+
+    def driver_messages(self, duration: float, joint_rate: float, wrench_rate: float,
+                        start: float, frame: str, wrench_delay: float = 0.0
+                        ) -> list[JointStateSample | WrenchSample]:
+        """What the drivers would publish over ``duration`` s at the two rates (Hz), in
+        arrival order: each wrench after the joint states stamped at or before it. Stamps from
+        ``start`` (s); the wrench's stamped ``wrench_delay`` s late; ``frame`` its frame."""
+        joint_t = np.arange(0.0, duration, 1.0 / joint_rate)
+        wrench_t = np.arange(0.0, duration, 1.0 / wrench_rate)
+        position, velocity = self.joint_states(joint_t)
+        wrench = self.wrench(wrench_t)
+        names = self.kinematics.joint_names
+        out: list[JointStateSample | WrenchSample] = []
+        j = 0
+        for k, t in enumerate(wrench_t):
+            while j < joint_t.size and joint_t[j] <= t:
+                out.append(JointStateSample(start + joint_t[j], names, position[j],
+                                            velocity[j]))
+                j += 1
+            out.append(WrenchSample(start + t + wrench_delay, frame, wrench[k]))
+        return out
 
     def joint_efforts(self, times: ArrayLike, noise: bool = True) -> NDArray[np.float64]:
         """Joint torques at ``times`` (N, nv), N m: links (RNEA with the URDF's inertials and
