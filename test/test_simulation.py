@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from inertial_id.core.estimators import least_squares
+from inertial_id.core.gathering import JointStateSample, WrenchSample
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.regressor import PAYLOAD_ON_SENSOR, SENSOR_ON_PAYLOAD, predicted_wrench
@@ -151,3 +152,22 @@ def test_default_payload_and_home():
     kin = SensorKinematics(bundled_urdf_path(), BUNDLED_SENSOR_FRAME)
     # At home the sensor is well clear of the base.
     assert np.linalg.norm(kin.sensor_pose(BUNDLED_HOME).translation) > 0.3
+
+
+def test_driver_messages_arrive_as_drivers_publish_them(kinematics):
+    """Joint states at 125 Hz and wrenches at 1 kHz over 0.5 s: every one once, each wrench
+    after the joint states stamped at or before it, the wrench stamps late by the delay."""
+    traj = FourierTrajectory.random(BUNDLED_HOME, seed=1)
+    sim = PayloadSimulation(kinematics, traj, seed=1)
+    messages = sim.driver_messages(0.5, 125.0, 1000.0, 100.0, "ft_sensor", wrench_delay=0.002)
+    joints = [m for m in messages if isinstance(m, JointStateSample)]
+    wrenches = [m for m in messages if isinstance(m, WrenchSample)]
+    assert (len(joints), len(wrenches)) == (63, 500)
+    assert [m.stamp for m in wrenches] == pytest.approx(100.002 + np.arange(500) * 1e-3)
+    assert all(m.frame_id == "ft_sensor" and m.wrench.shape == (6,) for m in wrenches)
+    latest_joint = -np.inf
+    for m in messages:
+        if isinstance(m, JointStateSample):
+            latest_joint = m.stamp
+        else:  # the joint states up to its true stamp came before it, no later one
+            assert latest_joint <= m.stamp - 0.002 + 1e-9 < latest_joint + 1.0 / 125.0
