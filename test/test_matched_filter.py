@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from inertial_id.core.features import decode_features, encode_features
 from inertial_id.core.gathering import GathererSettings, Gathering
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.online import OnlineEstimator
@@ -25,12 +26,7 @@ from inertial_id.core.simulation import (
     PayloadSimulation,
     bundled_urdf_path,
 )
-from inertial_id.core.synchronizer import (
-    FixedLagSynchronizer,
-    SyncedSamples,
-    decode_features,
-    encode_features,
-)
+from inertial_id.core.synchronizer import FixedLagSynchronizer, SyncedSamples
 
 
 def _stamps(gaps: list[float]) -> np.ndarray:

@@ -37,7 +37,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError, SampleError
-from inertial_id.core.regressor import cross
+from inertial_id.core.features import N_FEATURES, decode_features, encode_features
+from inertial_id.core.rows import Rows
 from inertial_id.core.signals import (
     PolynomialFits,
     PositionNoise,
@@ -89,7 +90,7 @@ def _median(values: NDArray[np.float64]) -> float:
     return float(ordered[middle - 1] + ordered[middle]) / 2.0
 
 
-def _fresh(buffered: _Rows, stamps: NDArray[np.float64]) -> bool:
+def _fresh(buffered: Rows, stamps: NDArray[np.float64]) -> bool:
     """Stamps finite, strictly increasing, and after the newest buffered one."""
     if stamps.size == 0:
         return True
@@ -155,61 +156,6 @@ class _Span(NamedTuple):
         return np.arange(-self.before, self.after + 1)
 
 
-class _Rows:
-    """Rows appended at the back and dropped from the front of a growable array; oldest first.
-
-    ``view()`` is the live rows without copying, so a pass over the buffer costs no list
-    conversion however many samples it holds.
-    """
-
-    def __init__(self, row_shape: tuple[int, ...] = (), capacity: int = 256) -> None:
-        self._data = np.empty((capacity, *row_shape))
-        self.size = 0
-
-    def __len__(self) -> int:
-        return self.size
-
-    def view(self) -> NDArray[np.float64]:
-        """The buffered rows, oldest first (a view: copy before the buffer changes)."""
-        return self._data[: self.size]
-
-    def last(self) -> float:
-        """The newest row of a buffer of scalars."""
-        return float(self._data[self.size - 1])
-
-    def _reserve(self, extra: int) -> None:
-        if self.size + extra > self._data.shape[0]:
-            grown = np.empty((max(2 * self._data.shape[0], self.size + extra),
-                              *self._data.shape[1:]))
-            grown[: self.size] = self._data[: self.size]
-            self._data = grown
-
-    def extend(self, rows: NDArray[np.float64]) -> None:
-        """Append ``rows`` (k, *row_shape)."""
-        k = rows.shape[0]
-        self._reserve(k)
-        self._data[self.size : self.size + k] = rows
-        self.size += k
-
-    def append(self, row: NDArray[np.float64] | float) -> None:
-        """Append one row."""
-        self._reserve(1)
-        self._data[self.size] = row
-        self.size += 1
-
-    def drop_front(self, count: int) -> None:
-        """Forget the ``count`` oldest rows."""
-        count = min(count, self.size)
-        if count > 0:
-            remaining = self.size - count
-            self._data[:remaining] = self._data[count : self.size]
-            self.size = remaining
-
-    def clear(self) -> None:
-        """Forget every row."""
-        self.size = 0
-
-
 class FixedLagSynchronizer:
     """Pairs wrench samples with filtered joint states; see the module docstring.
 
@@ -266,11 +212,11 @@ class FixedLagSynchronizer:
                                       DEFAULT_MAX_JOINT_SPEED)
         self._spikes: tuple[float, NDArray[np.float64], int] | None = None  # the last one,
         # and how many agreeing ones in a row
-        self._joint_t = _Rows()
-        self._joint_q = _Rows((n_joints,))
-        self._joint_v = _Rows((n_joints,))
-        self._wrench_t = _Rows()
-        self._wrench_w = _Rows((6,))
+        self._joint_t = Rows()
+        self._joint_q = Rows((n_joints,))
+        self._joint_v = Rows((n_joints,))
+        self._wrench_t = Rows()
+        self._wrench_w = Rows((6,))
         self.kinematics = kinematics
         self.jacobians = jacobians
         self.position_noise = PositionNoise(n_joints)
@@ -278,8 +224,8 @@ class FixedLagSynchronizer:
         # row i; the first row of a stream has no predecessor and stays NaN), and with the
         # Jacobians the position noise variance in effect at each (the estimate after the
         # fourth difference centred on the row before: a function of the data alone).
-        self._joint_f = _Rows((N_FEATURES,))
-        self._joint_s = _Rows((n_joints,))
+        self._joint_f = Rows((N_FEATURES,))
+        self._joint_s = Rows((n_joints,))
         self._next_wrench = 0
         self.reset()
 
@@ -335,7 +281,7 @@ class FixedLagSynchronizer:
         """Stamps (s) of the buffered joint states and wrenches (copies), oldest first."""
         return self._joint_t.view().copy(), self._wrench_t.view().copy()
 
-    def _accept_stamp(self, stamps: _Rows, t: float, kind: str) -> bool:
+    def _accept_stamp(self, stamps: Rows, t: float, kind: str) -> bool:
         accepted, jumped = self.policy.accept(t, f"{kind}_")
         if jumped:
             self.reset()
@@ -647,33 +593,3 @@ class FixedLagSynchronizer:
             self._wrench_t.drop_front(drop_wrenches)
             self._wrench_w.drop_front(drop_wrenches)
             self._next_wrench -= drop_wrenches
-
-
-N_FEATURES = 12
-"""Sensor-frame features smoothed by matched filtering: ``[v (6), a_lin + w x v_lin (3),
-alpha (3)]``."""
-
-
-def encode_features(twist: NDArray[np.float64],
-                    proper: NDArray[np.float64]) -> NDArray[np.float64]:
-    """(N, 6) twist and proper acceleration -> (N, 12) features, linear in what the regressor
-    is linear in: ``Y(v, a)`` depends on ``a`` only through ``a_lin + w x v_lin`` and
-    ``alpha``, so smoothing these (rather than ``a_lin``) keeps the Coriolis term exact; only
-    the products of the angular velocity (``w x (w x .)``) are smoothed as products of
-    smoothed factors."""
-    out = np.empty(twist.shape[:-1] + (N_FEATURES,))
-    out[..., :6] = twist
-    out[..., 6:9] = proper[..., :3] + cross(twist[..., 3:], twist[..., :3])
-    out[..., 9:] = proper[..., 3:]
-    return out
-
-
-def decode_features(features: NDArray[np.float64]
-                    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(N, 12) smoothed features -> twist and proper acceleration whose regressor has the
-    smoothed ``a_lin + w x v_lin`` and ``alpha`` (see :func:`encode_features`)."""
-    twist = features[..., :6].copy()
-    proper = np.empty(twist.shape)
-    proper[..., :3] = features[..., 6:9] - cross(twist[..., 3:], twist[..., :3])
-    proper[..., 3:] = features[..., 9:]
-    return twist, proper
