@@ -237,8 +237,8 @@ def result_rows(task: BagTask, result: ReplayResult) -> list[dict[str, Any]]:
             solver_dropped=sum(ledger["solver_dropped"].values()),
             ledger=json.dumps(ledger, sort_keys=True),
             filter=None if choice is None else json.dumps(choice, sort_keys=True),
-            filter_window=None if choice is None else choice["window"],
-            filter_lag=None if choice is None else choice["lag"],
+            filter_window=None if choice is None else choice["window_samples"],
+            filter_lag=None if choice is None else choice["lag_samples"],
             wrench_delay=delay["applied"],
             wrench_delay_estimate=None if delay["estimate"] is None
             else json.dumps(delay["estimate"], sort_keys=True),

@@ -85,7 +85,7 @@ def test_rows_of_the_fleet(two_workers: Path, fleet: Path) -> None:
     assert a["setup_errors"] == [] and a["payload_changes"] == []
     assert a["wrenches"] == 6000 and 0 < a["samples_used"] <= a["synchronised"] <= 6000
     assert json.loads(a["ledger"])["used"] == a["samples_used"]
-    assert json.loads(a["filter"])["window"] == a["filter_window"]
+    assert json.loads(a["filter"])["window_samples"] == a["filter_window"]
     assert a["wrench_delay"] == 0.0
     # Before the payload change: the contact, and the last estimate solved then (no verdicts).
     assert b0["segments"] == b1["segments"] == 2

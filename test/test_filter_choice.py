@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.filter_choice import (
     GAIN_TOLERANCE,
+    NO_MOTION_WINDOW_TIME,
     acceleration_gain,
     choose_filter,
     derivative_weights,
@@ -174,3 +175,16 @@ def test_a_filter_span_that_is_no_filters_is_refused() -> None:
     with pytest.raises(InertialIdError, match="filter span"):
         online.add([1.0], np.zeros((1, 6)), np.zeros((1, 6)), np.zeros((1, 6)),
                    filter_span=float("nan"))
+
+
+def test_joint_states_that_do_not_move_get_a_moderate_window() -> None:
+    """An idle start: constant encoders show no motion and get the no-motion default (not
+    the shortest window); their noise alone keeps the window from running to the longest."""
+    times = np.arange(0.0, 4.0, 1.0 / 500.0)
+    still = np.tile(np.linspace(-1.0, 1.0, 6), (times.size, 1))
+    constant = choose_filter(times, still)
+    assert constant.source == "default (no motion seen)"
+    assert constant.window_time == pytest.approx(NO_MOTION_WINDOW_TIME, abs=2.0 / 500.0)
+    noisy = choose_filter(times, still + np.random.default_rng(0).normal(scale=1e-5,
+                                                                         size=still.shape))
+    assert 0.05 <= noisy.window_time <= 0.15 and noisy.gain_error <= GAIN_TOLERANCE

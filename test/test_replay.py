@@ -168,7 +168,7 @@ def test_yaml_follows_the_contract(replayed: dict[str, ReplayResult], tmp_path: 
                          "filter", "wrench_delay"]
     assert doc["setup_errors"] == []
     choice = doc["filter"]  # the gatherer's filter and its evidence, chosen from the data
-    assert choice["source"] == "data" and type(choice["window"]) is int
+    assert choice["source"] == "data" and type(choice["window_samples"]) is int
     assert all(type(v) in (int, float, str) for v in choice.values()), choice
     estimate = doc["estimate"]
     assert list(estimate) == ESTIMATE_KEYS

@@ -236,7 +236,7 @@ class T2Monitor:
         return T2Result(t2, flags, self._threshold)
 
     def _train(self, t: NDArray[np.float64], e: NDArray[np.float64]) -> None:
-        if not self._training and t.size:
+        if np.isnan(self._training_start) and t.size:
             self._training_start = float(t[0])
         self._training.append(e)
         collected = sum(len(x) for x in self._training)

@@ -49,6 +49,9 @@ BAND_SHARE = 0.99
 """The motion bandwidth holds this share of the acceleration's power."""
 MIN_SAMPLES = 32
 """Joint states the choice needs at the least."""
+NO_MOTION_WINDOW_TIME = 0.1
+"""s: the window when the held joint states show no motion above their noise (a robot idle
+at the start): the middle of what moving recordings get (64-132 ms on the rates bench)."""
 COARSE_STEPS = 40
 """Windows of the coarse pass (then every odd window between its best one's neighbours):
 the cost is smooth in the window, and 1 kHz joint states have 200 odd windows under 0.4 s."""
@@ -85,9 +88,10 @@ class FilterChoice:
 
     @property
     def past_span(self) -> float:
-        """s before a sample's stamp that its filtered wrench averages over: after a contact
-        ends, samples this close to it still carry its force."""
-        return (self.window - 1 - self.lag) / self.rate
+        """s before a sample's stamp that its filtered wrench may average over (the window's
+        samples before it, and the joint period a wrench stamp may lie after its anchor): after
+        a contact ends, samples this close to it still carry its force."""
+        return (self.window - self.lag) / self.rate
 
     def summary(self) -> str:
         """One line: the choice and its evidence."""
@@ -99,8 +103,9 @@ class FilterChoice:
 
     def as_dict(self) -> dict[str, float | int | str]:
         """The choice and its evidence for reports and diagnostics (SI units)."""
-        return {"window": int(self.window), "window_time": float(self.window_time),
-                "lag": int(self.lag), "delay": float(self.delay), "order": int(self.order),
+        return {"window_samples": int(self.window), "window_time": float(self.window_time),
+                "lag_samples": int(self.lag), "delay_time": float(self.delay),
+                "order": int(self.order),
                 "rate": float(self.rate), "source": self.source,
                 "bandwidth": float(self.bandwidth), "bias_rms": float(self.bias_rms),
                 "noise_rms": float(self.noise_rms), "gain_error": float(self.gain_error)}
@@ -208,39 +213,40 @@ def choose_filter(times: NDArray[np.float64], positions: NDArray[np.float64], or
     def lags(window: int) -> range:
         if max_delay < 0:
             return range(window // 2, window // 2 + 1)
-        return range(0, min(window // 2, int(np.floor(max_delay * rate + 1e-9))) + 1)
+        # 1 % of a sample of slack: a measured 499.9 Hz still allows 4 ms as 2 samples
+        return range(0, min(window // 2, int(np.floor(max_delay * rate + 0.01))) + 1)
 
     smallest = order + 2 + (order + 2 + 1) % 2
     largest = max(smallest, int(MAX_WINDOW_TIME * rate) | 1)
 
-    def best_of(windows: list[int], must: int = smallest
+    def best_of(windows: list[int], tolerance: float
                 ) -> tuple[float, int, int, float, float, float] | None:
-        """The least cost among ``windows`` (and their lags): (cost, window, lag, bias,
-        noise, gain error); window ``must`` (the shortest, or the one set) is allowed past
-        the tolerance."""
+        """The least cost among ``windows`` (and their lags) whose gain error is within
+        ``tolerance``: (cost, window, lag, bias, noise, gain error)."""
         best = None
         for window in windows:
             options = lags(window)
             bias, noise, gain_error = _evaluate(spectrum, window, options, order, rate)
-            cost = np.where(gain_error <= GAIN_TOLERANCE, bias + noise, np.inf)
-            if window == must and not np.isfinite(cost).any():
-                cost = bias + noise  # the shortest (or the set) window must do
+            cost = np.where(gain_error <= tolerance, bias + noise, np.inf)
             k = int(np.argmin(cost))
             if np.isfinite(cost[k]) and (best is None or cost[k] < best[0]):
                 best = (float(cost[k]), window, options[k], bias[k], noise[k], gain_error[k])
         return best
 
-    if window_time > 0.0:
-        window = max(smallest, 2 * int(round(window_time * rate / 2.0)) + 1)
-        best = best_of([window], must=window)
+    source = "setting" if window_time > 0.0 else "data"
+    if window_time <= 0.0 and not spectrum.motion.any():
+        window_time, source = NO_MOTION_WINDOW_TIME, "default (no motion seen)"
+    if window_time > 0.0:  # a set window is used whatever its gain
+        best = best_of([max(smallest, 2 * int(round(window_time * rate / 2.0)) + 1)], np.inf)
     else:  # a coarse pass over every COARSE_STEPS-th odd window, then the odd ones around it
         step = 2 * max(1, (largest - smallest) // (2 * COARSE_STEPS))
-        coarse = best_of(list(range(smallest, largest + 1, step)))
-        assert coarse is not None
-        near = range(max(smallest, coarse[1] - step), min(largest, coarse[1] + step) + 1, 2)
-        best = best_of(list(near))
+        coarse = best_of(list(range(smallest, largest + 1, step)), GAIN_TOLERANCE)
+        if coarse is None:  # no window keeps the gain: the shortest must do
+            best = best_of([smallest], np.inf)
+        else:
+            near = range(max(smallest, coarse[1] - step), min(largest, coarse[1] + step) + 1, 2)
+            best = best_of(list(near), GAIN_TOLERANCE)
     assert best is not None
     _, window, lag, bias_k, noise_k, error_k = best
-    return FilterChoice(window, lag, order, rate, "setting" if window_time > 0 else "data",
-                        spectrum.bandwidth, float(np.sqrt(bias_k)), float(np.sqrt(noise_k)),
-                        error_k)
+    return FilterChoice(window, lag, order, rate, source, spectrum.bandwidth,
+                        float(np.sqrt(bias_k)), float(np.sqrt(noise_k)), error_k)

@@ -187,7 +187,8 @@ class Gathering:
             return False
         self.choice = choose_filter(times, positions, s.polyorder, s.delay, s.window)
         self.synchronizer.set_filter(self.choice.window, self.choice.lag)
-        if s.estimate_wrench_delay and self.synchronizer.kinematics is not None:
+        held = times[-1] - times[0] >= s.decision_time  # too little data otherwise
+        if s.estimate_wrench_delay and held and self.synchronizer.kinematics is not None:
             self.stamp_delay = self._estimate_delay()
             if self.stamp_delay.clear:  # measured on stamps already moved by wrench_delay
                 self.wrench_delay += self.stamp_delay.delay

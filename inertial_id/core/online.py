@@ -199,9 +199,11 @@ class OnlineEstimator:
         self.received = self.used = 0
         self.filter_span = 0.0
         """s before a sample's stamp that its filtered wrench averages over (the gatherer's
-        :attr:`~inertial_id.core.filter_choice.FilterChoice.past_span`): after a contact
-        ends, samples are kept out for this long on top of ``gate_margin``, so no contact
-        force reaches the estimate through the filter."""
+        :attr:`~inertial_id.core.filter_choice.FilterChoice.past_span`): after a contact ends,
+        samples are kept out for this long on top of ``gate_margin``, so no contact force
+        reaches the estimate through the filter. Before a contact ``gate_margin`` alone must
+        cover the filter's delay (at most ``filter_delay``, 10 ms by default; a centred
+        filter's half window otherwise)."""
 
     def reconfigure(self, config: OnlineConfig) -> None:
         """New settings while running, keeping the data and what the monitor learned.
@@ -288,11 +290,9 @@ class OnlineEstimator:
         held samples enter the estimate and the contact state restarts. The result covers
         the samples used, in order.
         """
-        if filter_span is not None:
-            if not 0.0 <= filter_span <= MAX_FILTER_SPAN:
-                raise SampleError(f"filter span must be 0 .. {MAX_FILTER_SPAN} s, got "
-                                  f"{filter_span}")
-            self.filter_span = float(filter_span)
+        if filter_span is not None and not 0.0 <= filter_span <= MAX_FILTER_SPAN:
+            raise SampleError(f"filter span must be 0 .. {MAX_FILTER_SPAN} s, got "
+                              f"{filter_span}")
         t = np.asarray(times, dtype=float)
         v = np.atleast_2d(np.asarray(twist, dtype=float))
         a = np.atleast_2d(np.asarray(proper_acceleration, dtype=float))
@@ -311,6 +311,8 @@ class OnlineEstimator:
             # Finite but no measurement (1e200): squared in the statistics they overflow,
             # and a conic solver given them may panic. Refused here, before anything holds them.
             raise ImplausibleValueError(f"batch contains values beyond {MAX_ABS_VALUE:g}")
+        if filter_span is not None:  # the batch is accepted: its filter's span holds
+            self.filter_span = float(filter_span)
         self.received += t.size
         keep, jump_at = self.policy.filter(t)
         rows = np.hstack((v, a, w, noise))

@@ -89,17 +89,21 @@ def estimate_delay(times: NDArray[np.float64], twist: NDArray[np.float64],
     design = np.concatenate((base, -rate[:, :, None]), axis=2)[keep] / scale[None, :, None]
     target = (wrench[keep] / scale).ravel()
     design = design.reshape(-1, 17)
-    x, residual = _fit(design, target)
     used = int(np.count_nonzero(keep))
+    if used < MIN_SAMPLES:
+        return StampDelay(0.0, np.inf, used, False)
+    x, residual = _fit(design, target)
     dof = max(design.shape[0] - design.shape[1], 1)
     sigma2 = float(residual @ residual) / dof
-    try:
-        covariance = np.linalg.inv(design.T @ design)
-    except np.linalg.LinAlgError:
+    # The delay's variance from its column's part the others do not explain (Frisch-Waugh):
+    # near-collinear columns (no motion) leave it small, and the variance large.
+    _, alone = _fit(design[:, :16], design[:, 16])
+    information = float(alone @ alone)
+    if not information > 0.0:
         return StampDelay(0.0, np.inf, used, False)
     spacing = float(np.median(np.diff(times)))
     inflation = max(1.0, correlation_time / (2.0 * spacing)) if spacing > 0 else 1.0
-    std = float(np.sqrt(max(sigma2 * covariance[16, 16], 0.0) * inflation))
+    std = float(np.sqrt(sigma2 / information * inflation))
     delay = float(x[16])
     clear = (MIN_DELAY <= abs(delay) <= MAX_DELAY and std > 0.0
              and abs(delay) >= MIN_SNR * std)

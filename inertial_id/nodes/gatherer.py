@@ -148,14 +148,14 @@ class Gatherer(PipelineNode):
                                        ("wrench", self.wrench_input)) if s.silent]
         if silent:
             return DiagnosticStatus.WARN, f"no data on {', '.join(silent)}", values
-        if choice is None:
-            return (DiagnosticStatus.OK, "holding the first joint states to choose the filter",
-                    values)
         stalled = self.drop_watch.check(
             {"joint_state": self.joint_input.count, "wrench": self.wrench_input.count},
             Counter({k: v for k, v in dropped.items() if k not in WRENCH_SAMPLE_DROPS}))
-        if stalled:
+        if stalled:  # also while holding: rejected joint states would hold it for ever
             return DiagnosticStatus.WARN, stalled, values
+        if choice is None:
+            return (DiagnosticStatus.OK, "holding the first joint states to choose the filter",
+                    values)
         return DiagnosticStatus.OK, f"synchronising; {choice.summary()}", values
 
     def _refill(self) -> None:
