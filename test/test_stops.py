@@ -66,6 +66,26 @@ def test_a_signal_twice_within_the_window_is_one_stop() -> None:
         stopping.clear()
 
 
+def test_the_second_signal_is_the_same_stop_even_when_its_handler_runs_late() -> None:
+    """ros2 launch's second SIGINT whose handler Python runs after the window (behind a long
+    import under load) is still the same stop; a third after the window raises."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        stopping.install()
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(stopping.DUPLICATE_WINDOW + 0.05)
+        os.kill(os.getpid(), signal.SIGINT)  # late: no KeyboardInterrupt
+        time.sleep(0.1)
+        assert stopping.requested()
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        stopping.clear()
+
+
 @pytest.fixture(scope="module")
 def bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("stops") / "run"
