@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -277,12 +278,18 @@ def test_without_the_driver_package_the_node_warns_once_and_a_dry_run_logs_the_r
     process = subprocess.Popen(args, env=ros_env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     _, executor = world
-    output = ""
-    try:
-        spin_until(executor, lambda: False, timeout=6.0)
+    assert process.stdout is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
+    reader.start()
+    try:  # its start-up is seconds under load: wait for the request, not a fixed time
+        spin_until(executor, lambda: any("dry run: would send" in line for line in lines),
+                   timeout=30.0)
     finally:
         process.terminate()
-        output = process.communicate(timeout=30)[0]
+        process.wait(timeout=30)
+        reader.join(timeout=10)
+    output = "".join(lines)
     assert process.returncode == 0, output
     warnings = [line for line in output.splitlines() if "ur_msgs/srv/SetPayload is not" in line]
     assert len(warnings) == 1 and "[WARN]" in warnings[0], output

@@ -114,7 +114,9 @@ def test_the_managed_pipeline_follows_the_lifecycle() -> None:
 
         # activate again: it goes on from what it had
         assert manager.transition("solver", Transition.TRANSITION_ACTIVATE)
-        manager.spin(5.0, until=lambda: len(manager.estimates) > count)
+        # (an estimate alone may be the 1 Hz repeat without data: wait for new samples too)
+        manager.spin(10.0, until=lambda: len(manager.estimates) > count
+                     and solver.online.used > used)
         assert len(manager.estimates) > count and solver.online.used > used
 
         # deactivate and clean up: back to unconfigured with nothing left of the build
