@@ -54,8 +54,8 @@ def add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     p.add_argument("--urdf", help="URDF file holding the estimate's frame and --frame")
     p.add_argument("--frame", help=f"frame to express the payload in (default {FLANGE_FRAME} "
                    "for the flange targets, else the estimate's frame)")
-    p.add_argument("--node", default="/**", help="node name of the parameter YAML (default "
-                   "/**: any node)")
+    p.add_argument("--node", default="/**", help="node name of the parameter YAML, written "
+                   "fully qualified (ft_filter: /ft_filter; default /**: any node)")
     p.add_argument("--prefix", default="", metavar="NAMESPACE",
                    help="dotted parameter namespace in the node (e.g. a filter chain's "
                    "'sensor_filter_chain.filter1.params')")
@@ -90,7 +90,10 @@ def export_text(estimate: Estimate, frame: str, target: Target, options: Options
     """The commented YAML of ``target`` for ``estimate``, already expressed in
     ``options.frame`` (saved in ``frame``)."""
     fields = target.fields(estimate, options)
-    document = ({node: {"ros__parameters": _nested(prefix, fields)}} if target.parameters
+    # The node's fully qualified name, as `ros2 param dump` writes it: Jazzy's rclpy does not
+    # match a file's "ft_filter" to the node /ft_filter (Kilted's does).
+    key = node if node.startswith("/") else f"/{node}"
+    document = ({key: {"ros__parameters": _nested(prefix, fields)}} if target.parameters
                 else fields)
     body = estimate.body
     header = [
