@@ -179,25 +179,26 @@ class Gathering:
         clears the buffers while holding starts the wait again."""
         if self.choice is not None:
             return True
-        times, positions = self.synchronizer.joint_history()
+        count, span = self.synchronizer.joint_span
         s = self.settings
-        enough = times.size >= MIN_SAMPLES and (
-            final or s.window > 0.0 or times[-1] - times[0] >= s.decision_time)
-        if not enough:
+        held = span >= s.decision_time  # the delay estimate needs as much, even when set
+        if count < MIN_SAMPLES or not (final or s.window > 0.0 or held):
             return False
-        self.choice = choose_filter(times, positions, s.polyorder, s.delay, s.window)
+        history = self.synchronizer.history()
+        self.choice = choose_filter(history[0], history[1], s.polyorder, s.delay, s.window)
         self.synchronizer.set_filter(self.choice.window, self.choice.lag)
-        held = times[-1] - times[0] >= s.decision_time  # too little data otherwise
         if s.estimate_wrench_delay and held and self.synchronizer.kinematics is not None:
-            self.stamp_delay = self._estimate_delay()
+            self.stamp_delay = self._estimate_delay(*history)
             if self.stamp_delay.clear:  # measured on stamps already moved by wrench_delay
                 self.wrench_delay += self.stamp_delay.delay
                 self.synchronizer.shift_wrench_stamps(self.stamp_delay.delay)
         return True
 
-    def _estimate_delay(self) -> StampDelay:
-        """The wrench stamps' delay from what is held, filtered as it will be."""
-        joint_t, position, velocity, wrench_t, wrench = self.synchronizer.history()
+    def _estimate_delay(self, joint_t: NDArray[np.float64], position: NDArray[np.float64],
+                        velocity: NDArray[np.float64] | None, wrench_t: NDArray[np.float64],
+                        wrench: NDArray[np.float64]) -> StampDelay:
+        """The wrench stamps' delay from what is held (:meth:`FixedLagSynchronizer.history`),
+        filtered as it will be."""
         s, choice = self.settings, self.choice
         assert choice is not None
         trial = FixedLagSynchronizer(len(self.joint_names), choice.window, s.polyorder,

@@ -255,10 +255,12 @@ class FixedLagSynchronizer:
                                   "reset first")
         self.window, self.lag = int(window), int(lag)
 
-    def joint_history(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """The buffered joint states (copies): stamps (J,) s and positions (J, n), oldest
-        first."""
-        return self._joint_t.view().copy(), self._joint_q.view().copy()
+    @property
+    def joint_span(self) -> tuple[int, float]:
+        """How many joint states are buffered and the seconds from the oldest to the newest
+        (no copy: asked at every batch while the filter is being chosen)."""
+        stamps = self._joint_t.view()
+        return stamps.size, float(stamps[-1] - stamps[0]) if stamps.size else 0.0
 
     def history(self) -> tuple[NDArray[np.float64], NDArray[np.float64],
                                NDArray[np.float64] | None, NDArray[np.float64],
