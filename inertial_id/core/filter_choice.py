@@ -30,7 +30,12 @@ from numpy.typing import NDArray
 from scipy.signal import welch
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.signals import fourth_differences
+from inertial_id.core.signals import (
+    PolynomialFits,
+    PositionNoise,
+    fit_projections,
+    fourth_differences,
+)
 
 MAX_WINDOW_TIME = 0.4
 """s: the longest window considered: a contact's force stays this long in the filtered wrench
@@ -115,9 +120,11 @@ def derivative_weights(window: int, lag: int, order: int, rate: float) -> NDArra
     """Second-derivative weights of a least-squares polynomial of ``order`` on ``window``
     uniform samples at ``rate`` Hz, evaluated ``lag`` samples before the newest: (window,)
     in 1/s^2, oldest first."""
-    offsets = np.arange(window) - (window - 1 - lag)  # in samples, 0 at the evaluation point
-    vander = np.vander(offsets.astype(float), order + 1, increasing=True)
-    return 2.0 * np.linalg.pinv(vander)[2] * rate**2
+    tau = (np.arange(window) - (window - 1 - lag)) / rate  # s, 0 at the evaluation point
+    # The gatherer's own fit: its projection's rows are the weights of each coefficient, so
+    # evaluating them as if they were the coefficients gives the derivative's weights.
+    (weights,) = PolynomialFits(*fit_projections(tau[None], order)).evaluate(np.zeros(1), (2,))
+    return weights[0]
 
 
 def acceleration_gain(weights: NDArray[np.float64], lag: int, rate: float,
@@ -146,7 +153,8 @@ class _Spectrum:
 def _spectrum(times: NDArray[np.float64], positions: NDArray[np.float64],
               rate: float) -> _Spectrum:
     """The acceleration's spectrum above the encoders' noise, and that noise (module notes)."""
-    noise_std = np.median(np.abs(fourth_differences(times, positions)), axis=0) / 0.6745
+    noise_std = (np.median(np.abs(fourth_differences(times, positions)), axis=0)
+                 / PositionNoise.MAD_TO_STD)
     h = 1.0 / rate
     # On a uniform grid at the rate: a gap (joint states dropped, spikes among them) would
     # otherwise read as a burst of acceleration across the whole spectrum.
