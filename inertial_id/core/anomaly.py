@@ -184,15 +184,21 @@ class T2Monitor:
         self._inverse, self._threshold = inverse, threshold
 
     def reconfigure(self, confidence: float, training_samples: int, on_samples: int,
-                    off_samples: int, release: float) -> None:
-        """New settings, keeping what was learned (the threshold follows ``confidence``);
-        invalid ones raise :class:`InertialIdError` and change nothing."""
+                    off_samples: int, release: float, training_time: float | None = None
+                    ) -> None:
+        """New settings, keeping what was learned (the threshold follows ``confidence``;
+        ``training_time`` None keeps it); invalid ones raise :class:`InertialIdError` and
+        change nothing."""
+        if training_time is None:
+            training_time = self.training_time
         T2Monitor(confidence=confidence, training_samples=training_samples,
-                  on_samples=on_samples, off_samples=off_samples, release=release)
+                  training_time=training_time, on_samples=on_samples,
+                  off_samples=off_samples, release=release)
         threshold = self._threshold
         if self.ready and self.mean is not None:
             threshold = t2_threshold(self.mean.size, self._n, confidence)
         self.confidence, self.training_samples = confidence, training_samples
+        self.training_time = training_time
         self.on_samples, self.off_samples, self.release = on_samples, off_samples, release
         self._threshold = threshold
 

@@ -220,8 +220,7 @@ class OnlineEstimator:
             raise InertialIdError(f"{', '.join(fixed)} cannot change while running: restart")
         c = config
         self.monitor.reconfigure(c.confidence, c.training_samples, c.on_samples,
-                                 c.off_samples, c.release)
-        self.monitor.training_time = c.training_time
+                                 c.off_samples, c.release, c.training_time)
         old = self.config.payload
         self.identifier.reconfigure(c.payload)
         if (c.payload.force_noise_std, c.payload.torque_noise_std) != (
