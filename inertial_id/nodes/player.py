@@ -97,12 +97,15 @@ def play_bag(bag: Path, rate: float = 1.0, loop: bool = False) -> int:
     player = None
     try:
         player = Player(Path(bag), rate)
+        played = False
         while not stopping.requested():
-            count = player.play_once()
+            count, played = player.play_once(), True
             stopped = " (stopped)" if stopping.requested() else ""
             player.get_logger().info(f"published {count} messages from {bag}{stopped}")
             if not loop:
                 break
+        if not played:  # stopped while it started (a slow start under load): say so too
+            player.get_logger().info(f"published 0 messages from {bag} (stopped)")
         return 0
     finally:
         if player is not None:
