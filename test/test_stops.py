@@ -153,14 +153,16 @@ def test_play_and_the_demo_stop_cleanly(bag: Path, ros_env: dict[str, str], comm
     assert "stopped" in output, output
 
 
-def _stop_script(report_after: float, *lines: str,
-                 exit_after: float = 30.0) -> subprocess.CompletedProcess:
+def _stop_script(report_after: float, *lines: str, exit_after: float = 30.0,
+                 kill_after: float = 40.0) -> subprocess.CompletedProcess:
     """Run a Python process that installs the stop handlers (dump after ``report_after`` s,
-    end after ``exit_after`` s), sends itself SIGTERM and runs ``lines``."""
+    end after ``exit_after`` s, end whatever holds the interpreter lock after ``kill_after``
+    s), sends itself SIGTERM and runs ``lines``."""
     script = "\n".join(("import os, signal, time",
                         "from inertial_id.nodes import stopping",
                         f"stopping.STOP_REPORT_AFTER = {report_after}",
                         f"stopping.STOP_EXIT_AFTER = {exit_after}",
+                        f"stopping.STOP_KILL_AFTER = {kill_after}",
                         "stopping.install(bounded=True)",
                         "os.kill(os.getpid(), signal.SIGTERM)",
                         "assert stopping.requested()", *lines))
@@ -173,7 +175,8 @@ def test_a_stop_that_hangs_prints_where_every_thread_is() -> None:
     done = _stop_script(0.3, "def stuck_in_cleanup():", "    time.sleep(2.0)",
                         "stuck_in_cleanup()")
     assert done.returncode == 0, done.stderr
-    assert "Timeout" in done.stderr and "stuck_in_cleanup" in done.stderr, done.stderr
+    assert "still stopping 0.3 s after the request" in done.stderr, done.stderr
+    assert "stuck_in_cleanup" in done.stderr, done.stderr
 
 
 def test_a_stop_whose_teardown_never_returns_ends_after_the_bound() -> None:
@@ -186,6 +189,21 @@ def test_a_stop_whose_teardown_never_returns_ends_after_the_bound() -> None:
     assert done.returncode == 0, done.stderr
     assert "blocked_in_teardown" in done.stderr, done.stderr
     assert "ending the process without the rest of its teardown" in done.stderr
+    assert "not reached" not in done.stdout
+
+
+def test_a_teardown_blocked_in_c_holding_the_interpreter_lock_still_ends() -> None:
+    """rclpy's destroy_node blocked for good inside C++ without releasing the interpreter
+    lock (a fresh-clone run on Jazzy): no Python thread runs, so the Python bound never
+    fires; the C watchdog ends the process with the stacks, exit status 1. ``PyDLL`` calls
+    libc's ``sleep`` without releasing the lock, as that teardown did."""
+    start = time.monotonic()
+    done = _stop_script(0.3, "import ctypes", "def blocked_in_c():",
+                        "    ctypes.PyDLL(None).sleep(30)", "blocked_in_c()",
+                        "print('not reached')", exit_after=1.0, kill_after=2.0)
+    assert time.monotonic() - start < 15.0, done.stderr
+    assert done.returncode == 1, done.stderr
+    assert "blocked_in_c" in done.stderr, done.stderr
     assert "not reached" not in done.stdout
 
 

@@ -15,13 +15,16 @@ a ``KeyboardInterrupt`` raised by that second one inside ``publisher.publish`` i
 printed ``[FATAL] Exception in 'timers' callback`` in 1 of 3 such stops. A later one (a third, after
 the window) raises ``KeyboardInterrupt`` (the impatient user's way out). A process still
 running :data:`STOP_REPORT_AFTER` seconds after the request prints every thread's Python stack
-to stderr (``faulthandler``: it works while a thread holds the GIL), so a stop that hangs says
-where; a node executable still running :data:`STOP_EXIT_AFTER` seconds after it says so in
-one line and ends (exit status 0: the node's work ended with the request; ``replay``, which
-writes its results after a stop, is not bounded). That bound is for teardown that
-never returns: in 1 of about 30 full test suites a node's ``destroy_node`` blocked in rclpy's
-``destroy_when_not_in_use`` (the middleware's node teardown) for good, and the process then
-never ended.
+to stderr, so a stop that hangs says where; a node executable still running
+:data:`STOP_EXIT_AFTER` seconds after it says so in one line and ends (exit status 0: the node's
+work ended with the request; ``replay``, which writes its results after a stop, is not
+bounded). That bound is for teardown that never returns: in about 1 of 30 full test suites a
+node's ``destroy_node`` blocked in rclpy's ``destroy_when_not_in_use`` (the middleware's node
+teardown) for good. That call holds the interpreter lock, so no Python thread can run while it
+blocks (a fresh-clone run on Jazzy: the stacks came, the exit at 20 s never did): the last
+resort is :mod:`faulthandler`'s own watchdog, a C thread, which :data:`STOP_KILL_AFTER` seconds
+after the request prints the stacks and ends the process with exit status 1 (a teardown that
+failed) whatever holds the lock.
 
 This module imports nothing heavy, so the node executables (:mod:`inertial_id.entry_points`)
 install the handlers before importing rclpy, pinocchio and cvxpy (a stop during those imports
@@ -44,12 +47,24 @@ STOP_REPORT_AFTER = 10.0
 STOP_EXIT_AFTER = 20.0
 """s after a stop request after which a process still running ends without finishing."""
 
+STOP_KILL_AFTER = 24.0
+"""s after a stop request after which a node executable ends even if a C call holds the
+interpreter lock (exit status 1; :mod:`faulthandler`'s watchdog thread)."""
+
 DUPLICATE_WINDOW = 0.5
 """s after a stop request within which another signal is the same request (module docstring)."""
 
 _requested: list[tuple[int, float]] = []  # (signal, time.monotonic() when it came)
-_exit_timer: list[threading.Timer] = []
+_timers: list[threading.Timer] = []
 _bounded: list[bool] = []
+
+
+def _report() -> None:
+    """The stop did not end in :data:`STOP_REPORT_AFTER` s: say where every thread is."""
+    sys.stderr.write(f"inertial_id: still stopping {STOP_REPORT_AFTER:g} s after the request "
+                     "; where each thread is:\n")
+    sys.stderr.flush()
+    faulthandler.dump_traceback(all_threads=True)
 
 
 def _exit_now() -> None:
@@ -72,12 +87,15 @@ def _handle(signum: int, _frame: FrameType | None) -> None:
             return
         raise KeyboardInterrupt
     _requested.append((signum, now))
-    faulthandler.dump_traceback_later(STOP_REPORT_AFTER)
-    if _bounded:
-        timer = threading.Timer(STOP_EXIT_AFTER, _exit_now)
+    if not _bounded:
+        faulthandler.dump_traceback_later(STOP_REPORT_AFTER)
+        return
+    faulthandler.dump_traceback_later(STOP_KILL_AFTER, exit=True)
+    for after, action in ((STOP_REPORT_AFTER, _report), (STOP_EXIT_AFTER, _exit_now)):
+        timer = threading.Timer(after, action)
         timer.daemon = True
         timer.start()
-        _exit_timer.append(timer)
+        _timers.append(timer)
 
 
 def install(bounded: bool = False) -> None:
@@ -99,5 +117,5 @@ def clear() -> None:
     """Forget a request (tests running several nodes' ``main`` in one process)."""
     _requested.clear()
     faulthandler.cancel_dump_traceback_later()
-    while _exit_timer:
-        _exit_timer.pop().cancel()
+    while _timers:
+        _timers.pop().cancel()
