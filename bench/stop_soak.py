@@ -10,11 +10,11 @@ is clean when the process exits with status 0 within 15 s and prints no tracebac
 interpreter start-up and the ROS wheels' re-exec, where no code of the package runs yet) is
 held back until it has, and counted as ``deferred``.
 
-``--ctrl-c`` runs only the fifth scenario, Ctrl-C on ``ros2 launch``: mid-stream, SIGINT to
-every node at once (the terminal's, to the process group), then to each node again within
-10 ms (launch's own).
+``--ctrl-c`` runs only the fifth scenario, Ctrl-C on ``ros2 launch``: at a random moment (half
+the rounds during start-up, 0.2-1.5 s, half mid-stream, 2-6 s), SIGINT to every node at once
+(the terminal's, to the process group), then to each node again within 10 ms (launch's own).
 
-    python bench/stop_soak.py --rounds 50          # the numbers in the README
+    python bench/stop_soak.py --rounds 50          # the numbers in docs/robot.md
     python bench/stop_soak.py --rounds 50 --ctrl-c
     python bench/stop_soak.py --rounds 4 --json out.json
 """
@@ -95,7 +95,8 @@ def _stop_times(scenario: str, rng: random.Random) -> dict[str, float]:
     if scenario == "startup":
         return {n: rng.uniform(0.0, 1.5) for n in NODES}
     if scenario == CTRL_C:
-        return dict.fromkeys(NODES, rng.uniform(2.0, 6.0))
+        low, high = rng.choice(((0.2, 1.5), (2.0, 6.0)))
+        return dict.fromkeys(NODES, rng.uniform(low, high))
     if scenario == "after_stream":
         end = rng.uniform(3.0, 5.0)
         return {n: end if n == "simulator" else end + rng.uniform(0.0, 3.0) for n in NODES}

@@ -3,7 +3,7 @@ log lines; a stopped replay writes what it had (``partial: true``) and exits 130
 the demo stop cleanly.
 
 The nodes are stopped by ``bench/stop_soak.py`` (4 rounds here, one per scenario: start-up,
-mid-stream, after the stream ended, links mode; the README gives a 50-round run).
+mid-stream, after the stream ended, links mode; docs/robot.md gives a 50-round run).
 """
 
 from __future__ import annotations
