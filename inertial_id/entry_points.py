@@ -46,14 +46,17 @@ def node_help(node: str) -> str:
 
 def main(node: str) -> int:
     """Entry point of the node executables: the stop handlers first (stops bounded in
-    time), then the help text (:func:`node_help`) or the node module."""
+    time; a stop while the modules load ends the process at once), then the help text
+    (:func:`node_help`) or the node module."""
     stopping.install(bounded=True)
-    from rclpy.utilities import remove_ros_args
+    with stopping.ending_at_once():  # a stop while the modules load ends the process then
+        from rclpy.utilities import remove_ros_args
 
-    if any(flag in HELP_FLAGS for flag in remove_ros_args(sys.argv)[1:]):
-        print(node_help(node))
-        return 0
-    return import_module(f"inertial_id.nodes.{node}").main()
+        if any(flag in HELP_FLAGS for flag in remove_ros_args(sys.argv)[1:]):
+            print(node_help(node))
+            return 0
+        module = import_module(f"inertial_id.nodes.{node}")
+    return module.main()
 
 
 def cli() -> int:
