@@ -108,12 +108,12 @@ def test_the_estimator_uses_it_for_the_lmi_and_cvxpy_for_other_constraints() -> 
 def test_the_small_factorisations_match_lapack(seed, grading):
     """Jacobi eigenvalues and one-sided Jacobi singular values against LAPACK, on matrices
     whose scales span up to 8 orders (as ``S`` and ``Z`` near the optimum)."""
-    from inertial_id.core import sdp
+    from inertial_id.core.sdp import linalg
 
     rng = np.random.default_rng(seed)
     scales = grading ** (np.arange(4) / 3.0)
     b = rng.normal(size=(4, 4)) * scales[:, None]
-    u, sigma = sdp._left_singular(b)  # noqa: SLF001
+    u, sigma = linalg.left_singular(b)
     reference = np.linalg.svd(b, compute_uv=False)
     np.testing.assert_allclose(np.sort(sigma)[::-1], reference, rtol=1e-9,
                                atol=1e-13 * reference[0])
@@ -122,7 +122,7 @@ def test_the_small_factorisations_match_lapack(seed, grading):
     rows = u.T @ b
     np.testing.assert_allclose(rows @ rows.T, np.diag(sigma**2), atol=1e-12 * reference[0]**2)
     symmetric = b @ b.T
-    values, vectors = sdp._jacobi(symmetric)  # noqa: SLF001
+    values, vectors = linalg.jacobi(symmetric)
     np.testing.assert_allclose(values, np.linalg.eigvalsh(symmetric), rtol=1e-9,
                                atol=1e-14 * reference[0] ** 2)
     np.testing.assert_allclose(vectors @ np.diag(values) @ vectors.T, symmetric,
@@ -203,7 +203,7 @@ estimator = ConsistentEstimator()
 start = time.monotonic()
 estimator.solve(stats)
 during = (time.monotonic() - start, estimator.last_solve, sdp.available())
-sdp._PREPARATION[0].join(300)
+sdp.runtime._PREPARATION[0].join(300)
 estimator.solve(stats)
 print(repr((during, estimator.last_solve, sdp.available(), lines)))
 """
