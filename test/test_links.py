@@ -1,5 +1,5 @@
 """Link identification from joint torques: regressor, base parameters, friction, estimators,
-identified URDF, and the identify-links command (core/links.py, links_tool.py)."""
+identified URDF, and the identify-links command (core/links/, links_tool.py)."""
 
 from __future__ import annotations
 
