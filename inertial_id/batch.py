@@ -20,7 +20,8 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from distributed import Client
 
     from inertial_id.replay import ReplayResult
 
@@ -424,44 +426,60 @@ def run_batch(options: BatchOptions) -> BatchSummary:
                         failed=failed, rows=len(keep), seconds=time.monotonic() - began)
 
 
+@contextmanager
+def dask_client(workers: int | None, scheduler: str | None, tasks: int) -> Iterator[Client]:
+    """A client of the cluster at ``scheduler``, else of a local cluster of ``workers``
+    processes (default: the CPU count; at most ``tasks``), one thread each; both closed at
+    the end. ``inertial-id tune`` runs its trials on the same engine."""
+    from distributed import Client, LocalCluster
+
+    if workers is not None and workers < 1:
+        raise InertialIdError(f"--workers must be at least 1, got {workers}")
+    if scheduler:
+        cluster = None
+        client = Client(scheduler, timeout="20s")
+    else:
+        count = workers or os.cpu_count() or 1
+        cluster = LocalCluster(n_workers=max(1, min(count, tasks)), threads_per_worker=1,
+                               processes=True, dashboard_address=None)
+        client = Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
 def _run_tasks(tasks: Sequence[BagTask], options: BatchOptions, params: str | None,
                previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every task on the cluster; the table is saved every :data:`SAVE_EVERY` s meanwhile and
     when the batch is stopped, so a re-run resumes there."""
-    from distributed import Client, LocalCluster, as_completed
+    from distributed import as_completed
     from tqdm import tqdm
 
-    if options.scheduler:
-        cluster = None
-        client = Client(options.scheduler, timeout="20s")
-    else:
-        workers = options.workers or os.cpu_count() or 1
-        cluster = LocalCluster(n_workers=min(workers, len(tasks)), threads_per_worker=1,
-                               processes=True, dashboard_address=None)
-        client = Client(cluster)
     rows: list[dict[str, Any]] = []
-    bar = tqdm(total=len(tasks), unit="bag", desc="batch", disable=not options.progress)
-    try:
-        futures = {client.submit(replay_bag, task, params, options.max_dropped,
-                                 retries=options.retries, pure=False): task for task in tasks}
-        saved = time.monotonic()
-        for future in as_completed(futures):
-            try:
-                rows.extend(future.result())
-            except Exception as exc:  # noqa: BLE001 - the task died more often than retried
-                rows.append(error_row(futures[future], exc))
-            bar.update(1)
-            if time.monotonic() - saved > SAVE_EVERY:
-                write_table(previous + rows, options.output)
-                saved = time.monotonic()
-    except BaseException:
-        write_table(previous + rows, options.output)
-        raise
-    finally:
-        bar.close()
-        client.close()
-        if cluster is not None:
-            cluster.close()
+    with dask_client(options.workers, options.scheduler, len(tasks)) as client:
+        bar = tqdm(total=len(tasks), unit="bag", desc="batch", disable=not options.progress)
+        try:
+            futures = {client.submit(replay_bag, task, params, options.max_dropped,
+                                     retries=options.retries, pure=False): task
+                       for task in tasks}
+            saved = time.monotonic()
+            for future in as_completed(futures):
+                try:
+                    rows.extend(future.result())
+                except Exception as exc:  # noqa: BLE001 - the task died more often than retried
+                    rows.append(error_row(futures[future], exc))
+                bar.update(1)
+                if time.monotonic() - saved > SAVE_EVERY:
+                    write_table(previous + rows, options.output)
+                    saved = time.monotonic()
+        except BaseException:
+            write_table(previous + rows, options.output)
+            raise
+        finally:
+            bar.close()
     return rows
 
 

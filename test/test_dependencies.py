@@ -22,10 +22,13 @@ PYTHON_DEPENDENCIES = {
     "cvxpy": ("python3-cvxpy-pip", "cvxpy"),
     "rosbags": ("python3-rosbags-pip", "rosbags"),
 }
-# Only `inertial-id batch` imports these, inside its functions: they have no rosdep key (not
-# even a pip one), so they are pip-only like cvxpy and the nodes never load them.
-# Python module -> pip name in requirements.txt
-BATCH_ONLY = {"dask": "dask", "distributed": "dask", "pyarrow": "pyarrow"}
+# Only `inertial-id batch` and `inertial-id tune` import these, inside their functions: they
+# have no rosdep key (not even a pip one), so they are pip-only like cvxpy and the nodes never
+# load them. Python module -> pip name in requirements.txt
+BATCH_ONLY = {"dask": "dask", "distributed": "dask", "pyarrow": "pyarrow", "optuna": "optuna"}
+# The module that may import each of them (in a function).
+BATCH_MODULES = {"dask": "batch.py", "distributed": "batch.py", "pyarrow": "batch.py",
+                 "optuna": "tune.py"}
 # The ROS packages: their rosdep key is their name.
 ROS_PACKAGES = {"rclpy", "rcl_interfaces", "ament_index_python", "builtin_interfaces",
                 "diagnostic_msgs", "geometry_msgs", "sensor_msgs", "std_msgs", "std_srvs",
@@ -83,7 +86,7 @@ def test_the_venvs_and_the_robot_pin_the_python_dependencies() -> None:
     assert "numpy<2" in (ROOT / "requirements-robot.txt").read_text()
 
 
-def test_only_the_batch_module_loads_dask_and_pyarrow_and_only_when_it_runs() -> None:
+def test_only_batch_and_tune_load_their_engines_and_only_when_they_run() -> None:
     """No rosdep key: a ROS install without them must run everything but the batch."""
     for path in (ROOT / "inertial_id").rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -96,8 +99,8 @@ def test_only_the_batch_module_loads_dask_and_pyarrow_and_only_when_it_runs() ->
         everywhere |= {node.module.split(".")[0] for node in ast.walk(tree)
                        if isinstance(node, ast.ImportFrom) and node.module}
         assert not top_level & set(BATCH_ONLY), path
-        if path.name != "batch.py":
-            assert not everywhere & set(BATCH_ONLY), path
+        for module in everywhere & set(BATCH_ONLY):
+            assert path.name == BATCH_MODULES[module], f"{path} imports {module}"
         modules = {node.module for node in tree.body
                    if isinstance(node, ast.ImportFrom) and node.module}
         assert "inertial_id.batch" not in modules, f"{path} loads the batch module at import"
