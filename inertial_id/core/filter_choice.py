@@ -14,11 +14,12 @@ trades bias for noise. On a record of joint positions with stamps at rate ``r`` 
   standing clear of that noise,
 
 and picks the window and lag that minimise their sum over the joints (the acceleration's mean
-squared error) among those whose gain stays within :data:`GAIN_TOLERANCE` of 1 in the motion's
-band, with the delay ``lag / r`` at most ``max_delay``. A window given in seconds
+squared error) among those whose gain stays within :data:`GAIN_TOLERANCE` of 1 over the motion
+(the root of ``int |G - 1|^2 S df / int S df``: the filter's bias relative to the motion's
+acceleration, rms), with the delay ``lag / r`` at most ``max_delay``. A window given in seconds
 (``window_time`` > 0) is only converted to samples at the data's rate. Either way the
-choice carries its evidence: rate, motion bandwidth, predicted bias and noise, and the largest
-in-band departure of the gain from 1.
+choice carries its evidence: rate, motion bandwidth, predicted bias and noise, and the gain's
+departure from 1 over the motion.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.signal import welch
+from scipy.signal import get_window, welch
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.signals import (
@@ -40,16 +41,26 @@ from inertial_id.core.signals import (
 MAX_WINDOW_TIME = 0.4
 """s: the longest window considered: a contact's force stays this long in the filtered wrench
 (:attr:`FilterChoice.past_span`), and slow motions gain little beyond it."""
-SEGMENT_TIME = 2.0
-"""s of joint states per Welch segment (0.5 Hz resolution; half-overlapping segments, so 4 s
-of data average 3 of them; 1 s segments read the band too wide and chose windows too short
-under 1e-4 rad of encoder noise)."""
+SEGMENT_TIME = 4.0
+"""s of joint states per Welch segment: the decision time's whole record as one segment
+(0.25 Hz resolution; the motion stands far above the noise, so its power needs no averaging
+of segments, and the noise's level is modelled from the encoders, not read). Shorter segments
+read the band too wide: with 2 s (0.5 Hz) a 0.11-0.44 Hz motion leaked into the 1 Hz bin and
+the gain tolerance held the window at 130 ms under 1e-4 rad of encoder noise (250 ms now)."""
 GAIN_TOLERANCE = 0.05
-"""Largest departure of the filter's gain from 1 in the motion's band: among the windows that
-keep it, the one of least mean squared error. The contact monitor tests the unfiltered wrench
-against the filtered kinematics, so a gain error shows as a residual that follows the motion."""
-CLEAR_OF_NOISE = 4.0
-"""A frequency carries motion where the spectrum is this many times the encoders' noise."""
+"""Largest departure of the filter's gain from 1 over the motion, weighted by the motion's own
+spectrum (its rms bias relative to the acceleration's rms): among the windows that keep it,
+the one of least mean squared error. Weighted by the spectrum, not the largest departure up to
+the band's edge: at the spectrum's 0.5 Hz resolution a motion of 0.11-0.44 Hz leaks into the
+1 Hz bin, and a gain held within 5 % there kept the window at 130 ms where the encoders' noise
+(1e-4 rad) wanted 250-320 ms (the gain error at 0.44 Hz is then 4-7 %, 1 % at 130 ms). With
+matched filtering the estimate sees the same gain on both sides of the rigid-body equation and
+the contact monitor tests the filtered wrench too, so the gain only scales the motion's
+information; the tolerance keeps the smoothed kinematics a faithful picture of the motion."""
+CLEAR_OF_NOISE = 10.0
+"""A frequency carries motion where the spectrum is this many times the encoders' noise: a
+bin of one segment's periodogram of noise alone is exponential, above 10 times its mean with
+probability 5e-5 (above 4 times, the former bound for three averaged segments: 2 %)."""
 BAND_SHARE = 0.99
 """The motion bandwidth holds this share of the acceleration's power."""
 MIN_SAMPLES = 32
@@ -68,8 +79,9 @@ class FilterChoice:
     samples before the newest, polynomial ``order``. ``source``: ``"data"`` (chosen) or
     ``"setting"`` (explicit window). Evidence (from the data either way): ``bandwidth`` (Hz,
     :data:`BAND_SHARE` of the acceleration's power), ``bias_rms`` and ``noise_rms`` (rad/s^2,
-    root of the sum over the joints), ``gain_error`` (largest ``|G - 1|`` up to the
-    bandwidth)."""
+    root of the sum over the joints), ``gain_error`` (``|G - 1|`` over the motion, rms
+    weighted by its spectrum: the bias relative to the acceleration; see
+    :data:`GAIN_TOLERANCE`)."""
 
     window: int
     lag: int
@@ -150,6 +162,21 @@ class _Spectrum:
     bandwidth: float
 
 
+def _noise_periodogram(frequencies: NDArray[np.float64], segment: int,
+                       rate: float) -> NDArray[np.float64]:
+    """The expected Welch density ((rad/s^2)^2/Hz per rad^2 of encoder variance) of the second
+    differences of white position noise, Hann window of ``segment`` samples included: the
+    noise's power rises as ``f^4``, and the window's sidelobes carry the high frequencies'
+    into the lowest bins far above ``(2 pi f)^4 2 / r`` (with one 4 s segment an idle arm's
+    noise read as motion). With ``R_m`` the window's autocorrelation at lag ``m`` it is
+    ``2 r^3 (6 R_0 - 8 R_1 cos w + 2 R_2 cos 2w) / R_0``, ``w = 2 pi f / r``."""
+    window = get_window("hann", segment)
+    lags = [float(window[: segment - m] @ window[m:]) for m in range(3)]
+    omega = 2.0 * np.pi * frequencies / rate
+    bracket = 6.0 * lags[0] - 8.0 * lags[1] * np.cos(omega) + 2.0 * lags[2] * np.cos(2 * omega)
+    return 2.0 * rate**3 * bracket / lags[0]
+
+
 def _spectrum(times: NDArray[np.float64], positions: NDArray[np.float64],
               rate: float) -> _Spectrum:
     """The acceleration's spectrum above the encoders' noise, and that noise (module notes)."""
@@ -162,13 +189,16 @@ def _spectrum(times: NDArray[np.float64], positions: NDArray[np.float64],
     positions = np.column_stack([np.interp(grid, times, column) for column in positions.T])
     acceleration = (positions[2:] - 2.0 * positions[1:-1] + positions[:-2]) / h**2
     segment = min(acceleration.shape[0], max(16, int(round(SEGMENT_TIME * rate))))
-    f, psd = welch(acceleration, fs=rate, nperseg=segment, detrend="linear", axis=0)
+    # No detrending: second differences carry no trend of their own, and the line or mean
+    # fitted to noisy ones puts their noise into the lowest bins, where the motion is.
+    f, psd = welch(acceleration, fs=rate, nperseg=segment, detrend=False, axis=0)
     width = f[1] - f[0]
     keep = f > 0.0
     f, psd = f[keep], psd[keep]
     x = np.pi * f / rate
     psd = psd / (np.sin(x) / x)[:, None] ** 4  # undo the second difference's own response
-    noise_psd = (2.0 * np.pi * f)[:, None] ** 4 * noise_std**2 * 2.0 / rate
+    noise_psd = _noise_periodogram(f, segment, rate)[:, None] * noise_std**2 / (np.sin(x) / x)[
+        :, None] ** 4
     # Motion is the band from the lowest frequency up to where the spectrum first meets the
     # noise's (a noise-only frequency far above it can pass the test by chance).
     clear = np.logical_and.accumulate(psd > CLEAR_OF_NOISE * noise_psd, axis=0)
@@ -183,17 +213,18 @@ def _spectrum(times: NDArray[np.float64], positions: NDArray[np.float64],
 
 def _evaluate(spectrum: _Spectrum, window: int, lags: range, order: int, rate: float
               ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Per lag: bias and noise variance (summed over joints) and in-band gain error."""
-    bias, noise, gain_error = [], [], []
-    band = spectrum.frequencies <= spectrum.bandwidth
+    """Per lag: bias and noise variance (summed over joints) and the gain error over the
+    motion (rms, weighted by its spectrum)."""
+    bias, noise = [], []
+    power = float(np.sum(spectrum.motion))
     for lag in lags:
         weights = derivative_weights(window, lag, order, rate)
         gain = acceleration_gain(weights, lag, rate, spectrum.frequencies)
         error = np.abs(gain - 1.0)
         bias.append(float(np.sum(error[:, None] ** 2 * spectrum.motion)))
         noise.append(float(np.sum(spectrum.noise_var) * np.sum(weights**2)))
-        gain_error.append(float(error[band].max()) if band.any() else 0.0)
-    return np.array(bias), np.array(noise), np.array(gain_error)
+    gain_error = np.sqrt(np.array(bias) / power) if power > 0.0 else np.zeros(len(bias))
+    return np.array(bias), np.array(noise), gain_error
 
 
 def joint_rate(times: NDArray[np.float64]) -> float:
