@@ -441,7 +441,7 @@ def test_report_writes_plots_and_summary(replayed: dict[str, ReplayResult],
 def test_the_final_fit_explains_the_measured_wrench(replayed: dict[str, ReplayResult]) -> None:
     """The figure's prediction: the final estimate reproduces the raw wrench to the noise
     (outside the contact), i.e. it is drawn from the right samples and convention."""
-    from inertial_id.report import final_fit
+    from inertial_id.report.series import final_fit
 
     t, measured, predicted = final_fit(replayed["db3"])
     assert t.size > 300 and np.all(np.diff(t) > 0)
