@@ -1,19 +1,21 @@
-"""``inertial-id identify-links`` and ``inertial-id excite``: link identification from joint
-efforts, and exciting trajectories. The maths is in :mod:`inertial_id.core.links` and
-:mod:`inertial_id.core.excitation`; this module reads files, runs them and writes results."""
+"""``inertial-id identify-links``: link identification from joint efforts. The maths is in
+:mod:`inertial_id.core.links` and :mod:`inertial_id.core.link_selection`, the recordings are
+read by :mod:`inertial_id.joint_records`; this module runs them and writes results (a YAML
+summary, the identified URDF). ``excite`` is in :mod:`inertial_id.excite_tool`; its
+parser and runner stay importable from here for the command line."""
 
 from __future__ import annotations
 
 import argparse
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import yaml
 from numpy.typing import NDArray
 
+from inertial_id.arguments import add_bag, former_flag, given_bag, name_value_pair
 from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.friction import COULOMB_MODELS, FrictionModel
 from inertial_id.core.link_model import LinkModel, structural_base_parameters
@@ -31,7 +33,12 @@ from inertial_id.core.links import (
     estimate_document,
     link_document,
 )
-from inertial_id.core.signals import savitzky_golay
+from inertial_id.excite_tool import add_excite_parser, run_excite
+from inertial_id.joint_records import JointTable, joint_data, read_joint_bag, read_joint_csv
+
+__all__ = ["IDENTIFY_HELP", "add_excite_parser", "add_identify_links_parser", "joint_tables",
+           "run_excite", "run_identify_links"]
+
 
 IDENTIFY_HELP = """\
 Identify the inertial parameters of a robot's links from joint positions and efforts (joint
@@ -65,188 +72,9 @@ link: physically consistent, CLARABEL), qp (the same prior with linear constrain
 optional CoM box, cutting planes of J >= 0; OSQP). Writes a YAML summary (--output) and the
 URDF with the identified links' <inertial> replaced (--output-urdf)."""
 
-EXCITE_HELP = """\
-Optimise an exciting joint trajectory (finite Fourier series over one period, starting at rest)
-within the URDF's position and velocity limits, with RNEA-checked effort limits. Default
-criterion: the condition number of the stacked payload regressor at --sensor-frame (F/T
-payload identification); with --links, Bonnet's mass-weighted sum of per-link sub-regressor
-condition numbers (link identification). Reports the criterion against a random trajectory of
-the same period and harmonics, and writes a CSV (t, then position/velocity/acceleration of each
-joint) and a YAML (joints, home, amplitudes, phases, period) that the simulator and a robot
-driver can play."""
-
-
-# --------------------------------------------------------------------------------- input
-
-
-@dataclass(frozen=True)
-class JointTable:
-    """A CSV of joint values: ``t`` (N,), joint names, ``values`` (N, joints)."""
-
-    t: NDArray[np.float64]
-    names: list[str]
-    values: NDArray[np.float64]
-
-
-_KINDS = ("_position", "_velocity", "_effort", "_acceleration")
-
-
-def joint_name(header: str) -> str:
-    """``- arm_1_joint_position`` -> ``arm_1_joint``."""
-    name = header.strip()
-    if name.startswith("- "):
-        name = name[2:].strip()
-    for kind in _KINDS:
-        if name.endswith(kind):
-            return name[: -len(kind)]
-    return name
-
-
-def read_joint_csv(path: str | Path) -> JointTable:
-    """Read a joint CSV (``t`` first, one column per joint; :class:`SampleError` if unusable)."""
-    path = Path(path)
-    try:
-        header = path.read_text().splitlines()[0].split(",")
-        table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-    except (OSError, IndexError, ValueError) as exc:
-        raise SampleError(f"{path}: cannot read a joint CSV ({exc})") from exc
-    if header[0].strip() != "t" or table.shape[1] != len(header):
-        raise SampleError(f"{path}: expected a 't' column then one column per joint")
-    if not np.all(np.isfinite(table)):
-        raise SampleError(f"{path}: contains NaN or inf")
-    if np.any(np.diff(table[:, 0]) <= 0):
-        raise SampleError(f"{path}: stamps are not strictly increasing")
-    return JointTable(table[:, 0].copy(), [joint_name(h) for h in header[1:]],
-                      np.ascontiguousarray(table[:, 1:]))
-
-
-def read_joint_bag(path: str | Path, topic: str | None = None
-                   ) -> tuple[JointTable, JointTable]:
-    """Positions and efforts of the joint states in a bag (``topic``, or its only
-    sensor_msgs/JointState topic), as two tables on the header stamps.
-
-    The joints are those of the first message with one effort per joint; messages with other
-    names (e.g. a gripper's own joint states) are skipped, as are stamps that do not increase
-    (:class:`SampleError` when fewer than 2 messages remain)."""
-    from inertial_id.bags import BagReader
-
-    stamps: list[float] = []
-    positions: list[NDArray[np.float64]] = []
-    efforts: list[NDArray[np.float64]] = []
-    names: tuple[str, ...] | None = None
-    with BagReader(path, joint_states_topic=topic, joint_states_only=True) as reader:
-        for sample in reader.messages():
-            if names is None and len(sample.effort) == len(sample.names) > 0:
-                names = tuple(sample.names)
-            if (names is None or tuple(sample.names) != names
-                    or len(sample.effort) != len(names) or len(sample.position) != len(names)
-                    or (stamps and sample.stamp <= stamps[-1])):
-                continue
-            stamps.append(sample.stamp)
-            positions.append(np.asarray(sample.position, dtype=float))
-            efforts.append(np.asarray(sample.effort, dtype=float))
-    if names is None or len(stamps) < 2:
-        raise SampleError(f"{path}: no joint states with one effort per joint")
-    t = np.asarray(stamps)
-    return (JointTable(t, list(names), np.array(positions)),
-            JointTable(t, list(names), np.array(efforts)))
-
-
-def _aligned(table: JointTable, reference: JointTable, what: str) -> NDArray[np.float64]:
-    """``table``'s values in ``reference``'s joint order, checking the clocks match."""
-    if table.t.shape != reference.t.shape or not np.allclose(table.t, reference.t, atol=1e-6):
-        raise SampleError(f"the {what} CSV is not on the position CSV's rows and clock")
-    index = {n: i for i, n in enumerate(table.names)}
-    missing = [n for n in reference.names if n not in index]
-    if missing:
-        raise SampleError(f"the {what} CSV lacks joints {', '.join(missing)}")
-    return table.values[:, [index[n] for n in reference.names]]
-
-
-@dataclass(frozen=True)
-class JointData:
-    """Joint trajectories in the model's joint order: ``q, qd, qdd, effort`` (N, nv)."""
-
-    t: NDArray[np.float64]
-    q: NDArray[np.float64]
-    qd: NDArray[np.float64]
-    qdd: NDArray[np.float64]
-    effort: NDArray[np.float64]
-    valid: NDArray[np.bool_]  # rows away from the record's ends (full filter windows)
-
-    def rows(self, start: int, stop: int) -> tuple[NDArray[np.float64], ...]:
-        """``q, qd, qdd, effort`` of rows ``[start, stop)`` that are valid."""
-        keep = np.zeros(self.t.size, bool)
-        keep[start:stop] = True
-        keep &= self.valid
-        return self.q[keep], self.qd[keep], self.qdd[keep], self.effort[keep]
-
-
-def joint_data(model: LinkModel, position: JointTable, effort: JointTable,
-               velocity: JointTable | None = None, window: int = 31, order: int = 3
-               ) -> JointData:
-    """Smooth and differentiate positions (Savitzky-Golay on the stamps), order by model."""
-    index = model.order(position.names)
-    raw = position.values[:, index]
-    effort_values = _aligned(effort, position, "effort")[:, index]
-    q = savitzky_golay(position.t, raw, window, order, 0)
-    qd = savitzky_golay(position.t, raw, window, order, 1)
-    qdd = savitzky_golay(position.t, raw, window, order, 2)
-    if velocity is not None:
-        qd = _aligned(velocity, position, "velocity")[:, index]
-    valid = np.zeros(position.t.size, bool)
-    valid[window // 2: position.t.size - window // 2] = True
-    return JointData(position.t, q, qd, qdd, effort_values, valid)
-
-
-# --------------------------------------------------------------------------------- output
-
-
-def name_value_pair(text: str) -> tuple[str, float]:
-    name, _, value = text.partition("=")
-    try:
-        return name.strip(), float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}") from None
-
-
-def former_flag(parser: argparse.ArgumentParser, flag: str, action: argparse.Action) -> None:
-    """Accept ``flag``, a former name of ``action``'s option, as that option; it is not
-    shown in ``--help``."""
-    parser.add_argument(flag, dest=action.dest, type=action.type, nargs=action.nargs,
-                        default=action.default, help=argparse.SUPPRESS)
-
-
-def add_bag(parser: argparse.ArgumentParser, text: str) -> None:
-    """The recording a command reads, given as replay and play take theirs: the positional
-    ``BAG`` (``text`` describes it); ``--bag BAG``, its former spelling, is accepted until
-    the next release (so its help says). Read it with :func:`given_bag`."""
-    parser.add_argument("bag", nargs="?", type=Path, metavar="BAG", help=text)
-    parser.add_argument("--bag", dest="former_bag", type=Path, metavar="BAG",
-                        help="deprecated, accepted until the next release: give BAG without "
-                        "--bag")
-
-
-def given_bag(args: argparse.Namespace) -> Path | None:
-    """The bag of :func:`add_bag`, either spelling; ``None`` without one."""
-    if args.bag is not None and args.former_bag is not None:
-        raise SampleError("give the BAG once (--bag is its former spelling)")
-    return args.bag if args.bag is not None else args.former_bag
-
-
-def required_bag(args: argparse.Namespace) -> Path:
-    """The bag of a command that cannot do without one (:func:`add_bag`)."""
-    bag = given_bag(args)
-    if bag is None:
-        raise SampleError("give the BAG to read")
-    return bag
-
 
 def _rms(names: Sequence[str], values: NDArray[np.float64]) -> dict[str, float]:
     return {n: float(v) for n, v in zip(names, values, strict=True)}
-
-
-# ------------------------------------------------------------------------- identify-links
 
 
 def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -463,68 +291,3 @@ def _print_summary(model: LinkModel, doc: dict) -> None:
         print(f"{j:24s} {doc['torque_rms'][j]:10.4g} {doc['torque_rms_cad'][j]:10.4g}")
     if "all_links_consistent" in doc:
         print(f"all links physically consistent: {doc['all_links_consistent']}")
-
-
-# --------------------------------------------------------------------------------- excite
-
-
-def add_excite_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add ``excite`` to the ``inertial-id`` subcommands."""
-    p = subparsers.add_parser("excite", help="optimise an exciting trajectory (payload or links)",
-                              description=EXCITE_HELP,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--urdf", help="robot URDF (default: the bundled arm)")
-    p.add_argument("--sensor-frame", default="ft_sensor",
-                   help="F/T sensor frame for the payload criterion (default ft_sensor)")
-    p.add_argument("--links", action="store_true",
-                   help="optimise for link identification (Bonnet's criterion) instead")
-    p.add_argument("--joints", nargs="*", metavar="NAME",
-                   help="joints that move (default: all); the others are locked")
-    p.add_argument("--locked", type=name_value_pair, nargs="*", default=[], metavar="NAME=VALUE",
-                   help="positions of locked joints (default 0)")
-    p.add_argument("--duration", type=float, default=10.0,
-                   help="period of the trajectory, s (default 10)")
-    p.add_argument("--harmonics", type=int, default=4, help="Fourier harmonics (default 4)")
-    p.add_argument("--budget", type=int, default=1500,
-                   help="criterion evaluations (default 1500)")
-    former_flag(p, "--rate", p.add_argument("--sample-rate", type=float, default=100.0,
-                                            help="CSV sample rate, Hz (100)"))
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--output", type=Path, metavar="OUT.csv|OUT.yaml",
-                   help="write OUT.csv and OUT.yaml (same stem)")
-    return p
-
-
-def run_excite(args: argparse.Namespace) -> int:
-    """Run ``excite``; 0 on success."""
-    from inertial_id.core.excitation import (
-        excite_links,
-        excite_payload,
-        write_trajectory_csv,
-        write_trajectory_yaml,
-    )
-    from inertial_id.core.kinematics import SensorKinematics
-    from inertial_id.core.simulation import bundled_urdf_path
-
-    urdf = args.urdf or bundled_urdf_path()
-    options = {"budget": args.budget, "seed": args.seed}
-    if args.links:
-        model = LinkModel(urdf, joints=args.joints, locked=dict(args.locked))
-        result = excite_links(model, args.duration, args.harmonics, **options)
-    else:
-        model = LinkModel(urdf, joints=args.joints, locked=dict(args.locked))
-        kinematics = SensorKinematics(model.urdf, args.sensor_frame, locked_joints=model.locked)
-        result = excite_payload(kinematics, args.duration, args.harmonics, **options)
-    print(f"{result.criterion}: optimised {result.value:.4g}, random {result.random_value:.4g}"
-          f" ({result.evaluations} evaluations, {result.seconds:.1f} s)")
-    for key, value in result.extra.items():
-        print(f"{key}: {value:.4g}")
-    print(f"max |qd|/limit {result.max_velocity_ratio:.3f}, "
-          f"max |tau|/limit {result.max_effort_ratio:.3f} (URDF inertias)")
-    if args.output:
-        stem = args.output.with_suffix("")
-        csv_path = write_trajectory_csv(stem.with_suffix(".csv"), result.trajectory,
-                                        result.joint_names, rate=args.sample_rate)
-        yaml_path = write_trajectory_yaml(stem.with_suffix(".yaml"), result)
-        print(f"wrote {csv_path} and {yaml_path}")
-    return 0

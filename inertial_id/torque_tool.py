@@ -14,6 +14,7 @@ import numpy as np
 import yaml
 from numpy.typing import NDArray
 
+from inertial_id.arguments import add_bag, former_flag, name_value_pair, required_bag
 from inertial_id.calibration import estimate_document
 from inertial_id.core.anomaly import contact_intervals
 from inertial_id.core.errors import ModelError, SampleError
@@ -23,14 +24,7 @@ from inertial_id.core.torque_payload import (
     identify_paired_payload,
     paired_difference,
 )
-from inertial_id.links_tool import (
-    add_bag,
-    former_flag,
-    joint_data,
-    name_value_pair,
-    read_joint_bag,
-    required_bag,
-)
+from inertial_id.joint_records import joint_data, read_joint_bag
 
 CHECK_HELP = """\
 Check a link model (the YAML `inertial-id identify-links --output` writes) on a recording it

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from inertial_id import __version__
+from inertial_id.arguments import given_bag
 from inertial_id.cli import build_parser
 from inertial_id.core.errors import InertialIdError
-from inertial_id.links_tool import given_bag
 from inertial_id.replay import load_params
 from inertial_id.settings import NODE_PARAMS, online_config
 

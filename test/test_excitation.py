@@ -1,5 +1,5 @@
 """Exciting trajectories: feasibility by construction, optimisation against a random
-trajectory, CSV/YAML files and the excite command (core/excitation.py, links_tool.py)."""
+trajectory, CSV/YAML files and the excite command (core/excitation.py, excite_tool.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from inertial_id.core.excitation import (
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.link_model import LinkModel
 from inertial_id.core.simulation import BUNDLED_SENSOR_FRAME, bundled_urdf_path
-from inertial_id.links_tool import add_excite_parser, read_joint_csv, run_excite
+from inertial_id.excite_tool import add_excite_parser, run_excite
+from inertial_id.joint_records import read_joint_csv
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Link identification from joint torques: regressor, base parameters, friction, estimators,
-identified URDF, and the identify-links command (core/links/, links_tool.py)."""
+identified URDF, and the identify-links command (core/links/, joint_records.py, links_tool.py)."""
 
 from __future__ import annotations
 
@@ -34,12 +34,8 @@ from inertial_id.core.parameters import (
     is_physically_consistent,
 )
 from inertial_id.core.simulation import bundled_urdf_path
-from inertial_id.links_tool import (
-    add_identify_links_parser,
-    joint_name,
-    read_joint_csv,
-    run_identify_links,
-)
+from inertial_id.joint_records import joint_name, read_joint_csv
+from inertial_id.links_tool import add_identify_links_parser, run_identify_links
 
 TIAGO = Path(__file__).resolve().parents[2] / "shared" / "data" / "tiago"
 
