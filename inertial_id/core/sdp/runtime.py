@@ -14,7 +14,10 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from inertial_id.core.sdp import interior, linalg, newton, problem
+import inertial_id.core.sdp.interior as interior
+import inertial_id.core.sdp.linalg as linalg
+import inertial_id.core.sdp.newton as newton
+import inertial_id.core.sdp.problem as problem
 from inertial_id.core.sdp.linalg import CENTRE, N_PI
 from inertial_id.core.sdp.problem import SdpResult, result_of
 
