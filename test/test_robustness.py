@@ -805,11 +805,11 @@ def test_a_bad_robot_description_is_rejected_and_the_node_waits_for_a_good_one(
         h.description_pub.publish(String(data=BAD_URDFS["no_sensor_frame"]))
         h.spin(1.0, lambda: False)
         kinematics = h.nodes["kinematics"]
-        assert kinematics.model is None
+        assert kinematics.stage is None
         status = h.fresh_diagnostics(["kinematics"])["kinematics"]
         assert status.message == "waiting for the URDF"
         h.description_pub.publish(String(data=Path(URDF).read_text()))
-        assert h.spin(5.0, lambda: kinematics.model is not None)
+        assert h.spin(5.0, lambda: kinematics.stage is not None)
     err = capfd.readouterr().err
     assert "robot_description rejected" in err and "'ft_sensor'" in err
 

@@ -21,6 +21,7 @@ from inertial_id.core.estimators import Estimate
 from inertial_id.core.gathering import Gathering, JointStateSample, WrenchSample
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.online import OnlineEstimator
+from inertial_id.core.stages import KinematicsStage
 
 SAMPLE_EVERY = 10
 """One sample in this many is kept for the report's wrench-fit figure (100 Hz at 1 kHz)."""
@@ -85,6 +86,7 @@ class PayloadPipeline:
         gathering.match(kinematics)
         self.gathering = gathering
         self.kinematics = kinematics
+        self.stage = KinematicsStage(kinematics)
         self.online = online
         self.solve_period = solve_period
         self.history = History()
@@ -113,11 +115,11 @@ class PayloadPipeline:
         if n == 0:
             return 0
         assert self.gathering.choice is not None  # samples come once the filter is chosen
-        if batch.twist is not None and batch.proper_acceleration is not None:
-            twist, proper = batch.twist, batch.proper_acceleration  # matched filtering
-        else:
-            twist, proper = self.kinematics.compute(batch.position, batch.velocity,
-                                                    batch.acceleration)
+        motion = self.stage.run(batch)
+        if motion.samples is None:
+            return n
+        batch, twist, proper = motion.samples, motion.twist, motion.proper_acceleration
+        assert twist is not None and proper is not None
         step = self.online.add(batch.times, twist, proper, batch.wrench, batch.wrench_raw,
                                batch.acceleration_noise, self.gathering.choice.past_span)
         self.history.record_samples(batch.times, np.hstack((twist, proper, batch.wrench_raw)),
