@@ -38,7 +38,15 @@ Run the embedded demo: a simulated 6-DoF arm (bundled URDF) moves a known payloa
 exciting trajectory and publishes joint states and a noisy, biased F/T wrench; the gatherer,
 kinematics and solver nodes run in the same process and estimate the payload online. Prints
 the estimate against the truth as it converges (mass %, CoM mm, inertia %, consistency,
-sigma) and a summary; exits 0 when a physically consistent estimate was published."""
+sigma) and a summary; exits 0 when a physically consistent estimate was published.
+
+--apply ur closes the loop to the robot: the simulator also stands in for a Universal Robots
+driver (it serves ur_msgs/srv/SetPayload and, once a payload is set, publishes the wrench
+compensated for it), the applier sends it the converged payload, the solver keeps estimating
+the whole payload from the compensated wrench, then a second payload is mounted, identified
+and applied. Needs ur_msgs (the UR driver's workspace, or the test copy: python
+test/interface_packages.py --env); exits 0 when both payloads were applied and the last
+estimate is within 1 % and 5 mm of the truth, 2 when ur_msgs is missing."""
 
 
 def _floats(count: int):  # noqa: ANN202 - argparse type factory
@@ -206,8 +214,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="simulated arm + the three nodes, estimate vs truth",
                           description=DEMO_HELP,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    demo.add_argument("--duration", type=float, default=20.0,
-                      help="seconds to run (default: %(default)s)")
+    demo.add_argument("--duration", type=float,
+                      help="seconds to run (default: 20; with --apply at most 90, it ends "
+                      "when the loop is done)")
+    demo.add_argument("--apply", choices=["ur"], default="",
+                      help="close the loop: apply to a simulated, compensating UR driver")
     demo.add_argument("--mass", type=float, help="payload mass, kg (default 1.5)")
     demo.add_argument("--com", type=_floats(3), metavar="'X Y Z'",
                       help="payload centre of mass in the sensor frame, m")
@@ -234,8 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _demo(args: argparse.Namespace) -> int:
     from inertial_id.nodes.demo import DemoOptions, run_demo
 
+    duration = args.duration if args.duration is not None else (90.0 if args.apply else 20.0)
     return run_demo(DemoOptions(
-        duration=args.duration, mass=args.mass, com=args.com, inertia=args.inertia,
+        duration=duration, apply=args.apply, mass=args.mass, com=args.com, inertia=args.inertia,
         wrench_rate=args.wrench_rate, joint_state_rate=args.joint_state_rate, seed=args.seed,
     ))
 

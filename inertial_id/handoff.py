@@ -58,6 +58,11 @@ class Target:
     groups: tuple[str, ...]
     """What the fields carry (:data:`inertial_id.core.applying.GROUPS`): mass, com, inertia,
     offset."""
+    compensates_wrench: bool = False
+    """True when the target, once it has the payload, publishes the F/T wrench compensated
+    for it (a UR driver): the identification must then add the applied payload back
+    (:mod:`inertial_id.core.compensation`). The applier's ``wrench_after_apply`` overrides
+    it."""
 
     @property
     def parameters(self) -> bool:
@@ -162,10 +167,11 @@ _FLANGE_UNITS = ("kg; CoG in m from {frame} to the CoM, {frame} axes; inertia in
 TARGETS: Mapping[str, Target] = {t.name: t for t in (
     Target("ur", "service /io_and_status_controller/set_payload (ur_msgs/srv/SetPayload)",
            True, "mass " + _FLANGE_UNITS + "; transition_time s. Drivers before the 2026 "
-           "extension take only mass and center_of_gravity", ur_request, PAYLOAD_GROUPS),
+           "extension take only mass and center_of_gravity", ur_request, PAYLOAD_GROUPS,
+           compensates_wrench=True),
     Target("ur7", "service /io_and_status_controller/set_payload (ur_msgs/srv/SetPayload, 7.0)",
            True, "payload.m " + _FLANGE_UNITS + "; transition_time s", ur7_request,
-           PAYLOAD_GROUPS),
+           PAYLOAD_GROUPS, compensates_wrench=True),
     Target("franka", "service /service_server/set_load (franka_msgs/srv/SetLoad)", True,
            "mass " + _FLANGE_UNITS + " (load_inertia column-major). Leave out the end "
            "effector configured in the vendor's web tool", franka_request, PAYLOAD_GROUPS),

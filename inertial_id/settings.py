@@ -258,7 +258,15 @@ APPLIER_PARAMS = URDF_PARAMS + (
           open_low=True, unit="s", live=True),
     Param("applied_file", "", "where what was applied is saved (a calibration with an "
           "'applied' section); empty: $ROS_HOME/inertial_id/<namespace_node>.yaml", live=True),
+    Param("wrench_after_apply", "target", "the F/T wrench the solver reads once a payload is "
+          "applied: compensated (for the applied payload, as a UR driver publishes it: the "
+          "applier then tells the solver, on ~/compensation, what to add back), "
+          "uncompensated, or target (compensated for ur and ur7, uncompensated for the "
+          "others)"),
 )
+
+WRENCH_AFTER_APPLY = ("target", "compensated", "uncompensated")
+"""The values of the applier's ``wrench_after_apply``."""
 
 
 def _simulator_params() -> tuple[Param, ...]:
@@ -287,8 +295,11 @@ def _simulator_params() -> tuple[Param, ...]:
         Param("wrench_rate", 1000.0, "F/T rate", low=0, open_low=True, high=1e5, unit="Hz"),
         Param("joint_state_rate", 500.0, "joint state rate", low=0, open_low=True, high=1e5,
               unit="Hz"),
-        Param("payload_change_time", -1.0, "s after start when the payload changes (< 0: never)",
-              unit="s"),
+        Param("payload_change_time", -1.0, "s after start when the payload changes (< 0: "
+              "never; ~/change_payload changes it on request)", unit="s"),
+        Param("driver", "", "ur: serve a UR driver's /io_and_status_controller/set_payload "
+              "(ur_msgs/srv/SetPayload, which must be installed) and, as that driver does, "
+              "publish the wrench compensated for the payload set; empty: no driver service"),
         Param("payload_change_mass", 0.8, "new payload mass", low=0, open_low=True, unit="kg"),
         Param("payload_change_com", [0.0, 0.03, 0.09], "new payload CoM", "double", unit="m"),
         Param("payload_change_inertia", [0.002, 0.0, 0.0, 0.002, 0.0, 0.001],
@@ -439,6 +450,20 @@ def gate_settings(values: Mapping[str, Any]) -> GateSettings:
     v = with_defaults(APPLIER_PARAMS, values, "applier")
     return GateSettings(stable_s=float(v["stable_s"]), change_std=float(v["change_std"]),
                         min_interval=float(v["min_interval"]))
+
+
+def wrench_compensated(values: Mapping[str, Any]) -> bool:
+    """Whether the applier's target publishes the wrench compensated for what was applied
+    (``wrench_after_apply``; ``target``: the target's own behaviour)."""
+    v = with_defaults(APPLIER_PARAMS, values, "applier")
+    choice = v["wrench_after_apply"]
+    if choice not in WRENCH_AFTER_APPLY:
+        raise InertialIdError(f"applier: wrench_after_apply must be one of "
+                              f"{', '.join(WRENCH_AFTER_APPLY)}, got {choice!r}")
+    if choice == "target":
+        target = TARGETS.get(v["target"])
+        return bool(target and target.compensates_wrench)
+    return choice == "compensated"
 
 
 def online_estimator(values: Mapping[str, Any],

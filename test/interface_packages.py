@@ -8,6 +8,9 @@ field lists the drivers document) are in ``test/interfaces/<package>/``; :func:`
 (``build/test-interfaces`` for .venv, ``build/test-interfaces-jazzy`` for .venv-jazzy),
 rebuilt only when a definition changes. The prefix is not the venv: the nodes must load the
 types by name and cope when they are absent.
+
+``python test/interface_packages.py --env`` builds them and prints the shell lines that make
+them usable (``inertial-id demo --apply ur`` needs ``ur_msgs``).
 """
 
 from __future__ import annotations
@@ -102,3 +105,19 @@ def build() -> Prefix:
                                        f"{done.stderr[-4000:]}")
         stamp.write_text(_key())
     return prefix
+
+
+def main(argv: list[str]) -> int:
+    """Build; with ``--env``, print ``export`` lines for a shell (the prefix's paths)."""
+    prefix = build()
+    if "--env" not in argv:
+        print(f"built {', '.join(PACKAGES)} into {prefix.root}")
+        return 0
+    environment = prefix.environment(dict(os.environ))
+    for key in ("PYTHONPATH", "LD_LIBRARY_PATH", "AMENT_PREFIX_PATH"):
+        print(f"export {key}='{environment[key]}'")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -161,6 +161,11 @@ class PayloadSimulation:
     contacts: tuple[Contact, ...] = ()
     payload_changes: tuple[tuple[float, BodyParameters], ...] = ()
     seed: int = 0
+    driver_payloads: list[tuple[float, float, NDArray[np.float64]]] = field(
+        default_factory=list)
+    """``(time, transition, pi)``: from ``time`` (s) the published wrench is compensated for
+    ``pi`` (sensor frame), as a UR driver's is for the payload it was given, reached linearly
+    over ``transition`` s from the one before (:meth:`set_driver_payload`)."""
 
     def __post_init__(self) -> None:
         self.offset = np.asarray(self.offset, dtype=float)
@@ -177,6 +182,27 @@ class PayloadSimulation:
             if t >= start:
                 held = body
         return held
+
+    def mount(self, t: float, body: BodyParameters) -> None:
+        """From ``t`` (s) on, the robot holds ``body`` (a tool change)."""
+        self.payload_changes = tuple(sorted((*self.payload_changes, (float(t), body)),
+                                            key=lambda c: c[0]))
+
+    def set_driver_payload(self, t: float, pi: ArrayLike, transition: float = 0.0) -> None:
+        """From ``t`` (s) on, the wrench is compensated for ``pi`` (10, sensor frame), reached
+        over ``transition`` s (:attr:`driver_payloads`)."""
+        self.driver_payloads.append((float(t), max(0.0, float(transition)),
+                                     np.asarray(pi, dtype=float)))
+
+    def driver_pi(self, times: ArrayLike) -> NDArray[np.float64]:
+        """``pi`` the driver compensates at each time, (N, 10) (zeros before any)."""
+        t = np.atleast_1d(np.asarray(times, dtype=float))
+        out = np.zeros((t.size, 10))
+        for start, transition, pi in self.driver_payloads:
+            share = (np.clip((t - start) / transition, 0.0, 1.0) if transition > 0
+                     else (t >= start).astype(float))
+            out += share[:, None] * (pi - out)
+        return out
 
     def payload_pi(self, times: ArrayLike) -> NDArray[np.float64]:
         """``pi`` of the held payload at each time, (N, 10)."""
@@ -196,17 +222,22 @@ class PayloadSimulation:
         return out
 
     def _held_wrench(self, times: NDArray[np.float64], q: NDArray[np.float64],
-                     qd: NDArray[np.float64], qdd: NDArray[np.float64]) -> NDArray[np.float64]:
+                     qd: NDArray[np.float64], qdd: NDArray[np.float64],
+                     compensated: bool = False) -> NDArray[np.float64]:
         """The wrench the arm applies to what it holds, ``Y(v, a_g) pi - w_ext`` (N, 6),
-        sensor frame, at the trajectory's ``q, qd, qdd`` of ``times``."""
+        sensor frame, at the trajectory's ``q, qd, qdd`` of ``times``; ``compensated``: with
+        ``pi`` less the driver's payload (:meth:`driver_pi`)."""
         twist, proper = self.kinematics.compute(q, qd, qdd)
-        inertial = np.einsum("nij,nj->ni", regressor(twist, proper), self.payload_pi(times))
+        pi = self.payload_pi(times)
+        if compensated and self.driver_payloads:
+            pi = pi - self.driver_pi(times)
+        inertial = np.einsum("nij,nj->ni", regressor(twist, proper), pi)
         return inertial - self.contact_wrench(times)
 
     def wrench(self, times: ArrayLike, noise: bool = True) -> NDArray[np.float64]:
-        """F/T readings at ``times``, (N, 6)."""
+        """F/T readings at ``times``, (N, 6), compensated for the driver's payload."""
         q, qd, qdd = self.trajectory(times)
-        clean = self.sign * self._held_wrench(times, q, qd, qdd) + self.offset
+        clean = self.sign * self._held_wrench(times, q, qd, qdd, compensated=True) + self.offset
         if not noise:
             return clean
         std = np.repeat([self.force_noise_std, self.torque_noise_std], 3)

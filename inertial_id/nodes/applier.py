@@ -23,6 +23,9 @@ the request instead of sending it. A service, package or controller that is not 
 WARN line naming it; a refusal is an ERROR with the driver's message. What was applied, and
 when, is on ``/diagnostics`` and saved to ``applied_file`` (a calibration, usable as the
 solver's ``initial_payload_file`` unless a std was unknown, with an ``applied`` section).
+A target that then publishes the wrench compensated for the payload (``wrench_after_apply``:
+a UR driver) is followed on ``~/compensation`` (:mod:`inertial_id.nodes.compensation`): the
+solver adds the applied payload back and goes on estimating the whole payload.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from std_srvs.srv import Trigger
 
 from inertial_id import calibration
 from inertial_id.core.applying import ApplyGate, Observation
+from inertial_id.core.compensation import compensated_body
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.frames import OutputFrame
@@ -55,6 +59,7 @@ from inertial_id.nodes.common import (
     RobotDescription,
     steady_timer,
 )
+from inertial_id.nodes.compensation import CompensationAnnouncer
 from inertial_id.nodes.requests import (
     INERTIA_FIELD,
     fill,
@@ -65,7 +70,7 @@ from inertial_id.nodes.requests import (
     service_type,
 )
 from inertial_id.nodes.runner import run
-from inertial_id.settings import APPLIER_PARAMS, gate_settings
+from inertial_id.settings import APPLIER_PARAMS, gate_settings, wrench_compensated
 
 CHECK_PERIOD = 0.25
 """s between two checks of a pending request's time-out."""
@@ -140,6 +145,7 @@ class Applier(PipelineNode):
             self._load_type(kind)
         self.latest: InertialParameters | None = None
         self.pending: tuple[Future, float, Estimate, str, Observation] | None = None
+        self.compensation = CompensationAnnouncer(self, wrench_compensated(values))
         self.counts = {"applied": 0, "refused": 0, "unanswered": 0, "unavailable": 0,
                        "dry_runs": 0}
         self.last: dict[str, Any] = {}  # what was last applied: estimate, frame, when
@@ -154,7 +160,8 @@ class Applier(PipelineNode):
         self.get_logger().info(
             f"applying to {self.what} in {self.output.frame or 'the estimate frame'}: "
             f"{'automatically when the gates pass' if self.auto_apply else 'on ~/apply'}"
-            f"{' (dry run: nothing is sent)' if self.dry_run else ''}")
+            f"{' (dry run: nothing is sent)' if self.dry_run else ''}"
+            f"{'; it then compensates the wrench for it' if self.compensation.enabled else ''}")
 
     def apply_parameters(self, values: dict[str, Any], changed: set[str]) -> None:
         """The live settings: gates, dry run, automatic apply, time-out, file."""
@@ -249,8 +256,10 @@ class Applier(PipelineNode):
             return self._not_sent(now, f"not sent: {self.unavailable}")
         if not self.client.service_is_ready():
             return self._not_sent(now, f"not sent: {self.what} is not available")
+        self.compensation.requested(msg.header.frame_id)
         future = self.client.call_async(request)
         self.pending = (future, now, estimate, frame, seen)
+        self.sent_from = msg  # the estimate in the solver's frame: what is compensated
         future.add_done_callback(self._answered)
         return f"sent to {self.what}: {_summary(estimate, frame)}"
 
@@ -274,12 +283,18 @@ class Applier(PipelineNode):
             reason = refusal(response)
         if reason:
             self.counts["refused"] += 1
+            self.compensation.failed()
             self.gate.attempted(sent_at)
             self.status = (DiagnosticStatus.ERROR, f"{self.what} refused the payload: {reason}")
             self.get_logger().error(self.status[1])
             return
         self.counts["applied"] += 1
         self.gate.mark_applied(sent_at, seen.values)
+        sent = self.sent_from
+        self.compensation.accepted(
+            compensated_body(BodyParameters.from_pi(np.asarray(sent.pi, float)),
+                             "inertia" in self.groups), sent.header.frame_id,
+            0.0 if "transition_time" in self.missing else self.transition_time)
         self._record(estimate, frame)
 
     def _record(self, estimate: Estimate, frame: str) -> None:
@@ -293,6 +308,7 @@ class Applier(PipelineNode):
             calibration.save(self.applied_file, estimate, frame, {}, extra={"applied": {
                 "target": self.target.name, "to": self.what,
                 "at": when.isoformat(timespec="milliseconds"),
+                "wrench_compensated": self.compensation.enabled,
                 "fields": self.target.fields(estimate, Options(frame, self.transition_time))}})
         except InertialIdError as exc:
             self.get_logger().error(f"applied, but not recorded: {exc}")
@@ -305,6 +321,7 @@ class Applier(PipelineNode):
         self.pending = None
         self.client.remove_pending_request(future)
         self.counts["unanswered"] += 1
+        self.compensation.failed()
         self.gate.attempted(sent_at)
         self.status = (DiagnosticStatus.WARN, f"no answer from {self.what} within "
                                               f"{self.timeout:g} s: nothing known applied")
@@ -321,7 +338,7 @@ class Applier(PipelineNode):
             **self.counts, "auto_apply": self.auto_apply, "dry_run": self.dry_run,
             "converged": bool(self.gate.latest and self.gate.latest.converged),
             "in_contact": self.gate.in_contact, "stable_for_s": self.gate.stable_for(now),
-            "interface_missing": bool(self.unavailable)}
+            "interface_missing": bool(self.unavailable), **self.compensation.values()}
         if self.last:
             body = self.last["estimate"].body
             values.update({

@@ -1,14 +1,18 @@
 """The embedded demo: simulator and the three pipeline nodes in one process, one executor.
 
 A monitor node compares ``/solver/parameters`` with ``/simulator/ground_truth`` and prints
-the errors as the estimate converges, then a summary.
+the errors as the estimate converges, then a summary. With ``apply="ur"`` the simulator also
+stands in for a UR driver and an applier sends it the payload (:mod:`inertial_id.nodes.
+demo_apply`): apply, compensated wrench, a second payload identified and applied.
 """
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import rclpy
 from rclpy.node import Node
@@ -19,6 +23,7 @@ from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes import stopping
 from inertial_id.nodes.common import init, latched_qos, make_executor, spin
+from inertial_id.nodes.demo_apply import ApplyLoop, applier, missing_interface
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.simulator import Simulator
@@ -37,6 +42,9 @@ class DemoOptions:
     joint_state_rate: float = 500.0
     seed: int = 0
     print_period: float = 1.0
+    apply: str = ""
+    """``ur``: the apply loop (:mod:`inertial_id.nodes.demo_apply`); it ends the demo early
+    once the second payload is applied."""
 
 
 class Monitor(Node):
@@ -62,7 +70,7 @@ class Monitor(Node):
             return None
         return parameter_errors(self.latest.pi, self.truth.pi)
 
-    def report(self, elapsed: float) -> None:
+    def report(self, elapsed: float, suffix: str = "") -> None:
         errors = self.errors()
         if errors is None or self.latest is None:
             self.print_line(f"{elapsed:6.1f} s  waiting for the first estimate")
@@ -74,7 +82,7 @@ class Monitor(Node):
             f"inertia err {errors.inertia_pct:6.1f} %  consistent {e.physically_consistent}  "
             f"converged: mass {_yes(e.mass_converged)} CoM {_yes(e.com_converged)} "
             f"inertia {_yes(e.inertia_converged)}"
-            + (f"  SET-UP ERROR: {e.setup_error}" if e.setup_error else "")
+            + (f"  SET-UP ERROR: {e.setup_error}" if e.setup_error else "") + suffix
         )
 
 
@@ -83,11 +91,21 @@ def _yes(flag: bool) -> str:
 
 
 def run_demo(options: DemoOptions, print_line: Callable[[str], None] = print) -> int:
-    """Run the demo for ``options.duration`` seconds; 0 when a consistent estimate arrived."""
+    """Run the demo for ``options.duration`` seconds; 0 when a consistent estimate arrived
+    (with ``apply``: when both payloads were applied and the last estimate is within 1 % and
+    5 mm of the truth); 2 when ``apply`` cannot run (one line says why)."""
+    if options.apply and options.apply != "ur":
+        print_line(f"demo --apply takes ur, got {options.apply!r}")
+        return 2
+    missing = missing_interface() if options.apply else ""
+    if missing:
+        print_line(missing)
+        return 2
     sim_params = [
         Parameter("wrench_rate", value=float(options.wrench_rate)),
         Parameter("joint_state_rate", value=float(options.joint_state_rate)),
         Parameter("seed", value=int(options.seed)),
+        Parameter("driver", value=options.apply),
     ]
     for name, value in (("payload_mass", options.mass), ("payload_com", options.com),
                         ("payload_inertia", options.inertia)):
@@ -99,10 +117,18 @@ def run_demo(options: DemoOptions, print_line: Callable[[str], None] = print) ->
     try:
         simulator = Simulator(parameter_overrides=sim_params)
         urdf = [Parameter("urdf_path", value=bundled_urdf_path())]
+        solver = Solver()
         nodes = [simulator, Gatherer(parameter_overrides=urdf),
-                 Kinematics(parameter_overrides=urdf), Solver()]
+                 Kinematics(parameter_overrides=urdf), solver]
         monitor = Monitor(print_line)
         nodes.append(monitor)
+        loop = None
+        if options.apply:
+            directory = Path(tempfile.mkdtemp(prefix="inertial_id_demo_"))
+            nodes.append(applier(directory))
+            loop = ApplyLoop(simulator, nodes[-1], solver, print_line)
+            print_line(f"applying to the simulated UR driver; what is applied is saved in "
+                       f"{directory / 'applied.yaml'}")
         executor = make_executor()
         for node in nodes:
             executor.add_node(node)
@@ -110,13 +136,19 @@ def run_demo(options: DemoOptions, print_line: Callable[[str], None] = print) ->
         deadline = start + options.duration
 
         def tick() -> None:
-            monitor.report(time.monotonic() - start)
+            monitor.report(time.monotonic() - start, loop.status() if loop else "")
+            if loop is not None:
+                loop.step(monitor.latest)
 
         monitor.create_timer(options.print_period, tick)
-        spin(executor, until=lambda: stopping.requested() or time.monotonic() >= deadline)
+        spin(executor, until=lambda: stopping.requested() or time.monotonic() >= deadline
+             or bool(loop and loop.done))
         if stopping.requested():
             print_line("stopped")
-        return _summary(monitor, print_line)
+        code = _summary(monitor, print_line)
+        if loop is None:
+            return code
+        return _apply_summary(monitor, loop, print_line)
     finally:
         if executor is not None:
             executor.shutdown(timeout_sec=1.0)
@@ -142,3 +174,15 @@ def _summary(monitor: Monitor, print_line: Callable[[str], None]) -> int:
                f"(min eig J {e.min_pseudo_inertia_eigenvalue:.2e}), samples {e.samples_used}, "
                f"condition number {e.condition_number:.1f}")
     return 0 if e.physically_consistent else 1
+
+
+def _apply_summary(monitor: Monitor, loop: ApplyLoop, print_line: Callable[[str], None]) -> int:
+    """The apply loop's outcome: 0 when both payloads were applied and the last estimate
+    matches the payload mounted (1 %, 5 mm)."""
+    errors = monitor.errors()
+    received = loop.simulator.driver.received if loop.simulator.driver else []
+    print_line(f"apply loop: {len(received)} payload(s) applied to the UR driver: "
+               + ", ".join(f"{b.mass:.4f} kg" for b, _ in received)
+               + f"; payload B mounted: {'yes' if loop.mounted_at else 'no'}")
+    good = errors is not None and errors.mass_pct < 1.0 and errors.com_mm < 5.0
+    return 0 if len(loop.applied_at) >= 2 and good else 1

@@ -7,15 +7,21 @@ torques in ``effort``: links, payload, contacts, friction and noise),
 ``wrench`` (geometry_msgs/WrenchStamped in the sensor frame, payload-on-sensor convention,
 with noise, a constant bias and optional contacts) and the ground truth on
 ``~/ground_truth`` (inertial_id/InertialParameters, ``wrench_offset`` = the true bias).
+``~/change_payload`` (std_srvs/Trigger) mounts the ``payload_change_*`` payload at once (a tool
+change on request). With ``driver: ur`` it also stands in for a UR driver's payload handling
+(:mod:`inertial_id.nodes.ur_driver`): it serves ``/io_and_status_controller/set_payload`` and
+from each payload set on publishes the wrench compensated for it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
+from numpy.typing import NDArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
+from std_srvs.srv import Trigger
 
 from inertial_id.cdr import CdrEncoder
 from inertial_id.core.kinematics import SensorKinematics
@@ -31,6 +37,7 @@ from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import check, declare_all, latched_qos, sensor_qos, to_stamp
 from inertial_id.nodes.conversions import body_to_msg
 from inertial_id.nodes.runner import run
+from inertial_id.nodes.ur_driver import UrDriverStandIn
 from inertial_id.settings import SIMULATOR_PARAMS
 
 
@@ -44,6 +51,7 @@ class Simulator(Node):
         change = BodyParameters.from_mass_com_inertia(
             v["payload_change_mass"], v["payload_change_com"], v["payload_change_inertia"])
         check(len(contacts) % 5 == 0, "contacts needs 5 numbers per contact")
+        check(v["driver"] in ("", "ur"), f"driver must be '' or 'ur', got {v['driver']!r}")
         kinematics = SensorKinematics(v["urdf_path"] or bundled_urdf_path(), v["sensor_frame"])
         check(len(v["home"]) == kinematics.nv, f"home needs {kinematics.nv} joint positions")
         self.wrench_rate, self.joint_rate = v["wrench_rate"], v["joint_state_rate"]
@@ -66,6 +74,10 @@ class Simulator(Node):
             payload_changes=((change_time, change),) if change_time >= 0 else (),
         )
         frame = v["sensor_frame"]
+        self.change = change
+        self.driver = (UrDriverStandIn(self, kinematics.model, frame, self.compensate)
+                       if v["driver"] == "ur" else None)
+        self.create_service(Trigger, "~/change_payload", self._change_payload)
         self.truth_sent: BodyParameters | None = None
         self.frame = frame
         self.joint_names = kinematics.joint_names
@@ -77,6 +89,30 @@ class Simulator(Node):
         self.sent = {"joint": 0, "wrench": 0}
         self.encoder = CdrEncoder()
         self.create_timer(v["tick"], self.tick)
+
+    def elapsed(self) -> float:
+        """s since the first tick (0 before it)."""
+        if self.start is None:
+            return 0.0
+        return self.get_clock().now().nanoseconds * 1e-9 - self.start
+
+    def compensate(self, pi: NDArray[np.float64], transition: float) -> None:
+        """From now on the wrench is compensated for ``pi`` (sensor frame), reached over
+        ``transition`` s."""
+        self.sim.set_driver_payload(self.elapsed(), pi, transition)
+
+    def change_payload(self) -> str:
+        """Mount the ``payload_change_*`` payload now; what happened, in one line."""
+        self.sim.mount(self.elapsed(), self.change)
+        said = (f"mounted {self.change.mass:.4g} kg, CoM "
+                f"{np.round(self.change.com, 4).tolist()} m at t = {self.elapsed():.3f} s")
+        self.get_logger().info(said)
+        return said
+
+    def _change_payload(self, _: Trigger.Request, response: Trigger.Response
+                        ) -> Trigger.Response:
+        response.message, response.success = self.change_payload(), True
+        return response
 
     def publish_truth(self, elapsed: float) -> None:
         """Latch the payload held at ``elapsed`` s (again after each payload change)."""

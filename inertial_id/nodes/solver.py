@@ -60,6 +60,7 @@ from inertial_id.nodes.common import (
     steady_timer,
     to_stamp,
 )
+from inertial_id.nodes.compensation import CompensationListener
 from inertial_id.nodes.contact import ContactPublisher
 from inertial_id.nodes.conversions import (
     UndecodableError,
@@ -119,6 +120,11 @@ class Solver(PipelineNode):
         self.output = OutputFrame(None, values["output_frame"])
         if self.output.frame:
             self._description = RobotDescription(self, values, self._urdf_ready)
+        self.compensation = CompensationListener(
+            self, self.online.identifier.sign, lambda: (
+                self.online.config.gate_margin,
+                self.online.config.gate_margin + self.online.filter_span),
+            lambda: self.output.model)
         if self.initial is not None:
             self.get_logger().info(
                 f"starting from the saved payload in {values['initial_payload_file']}: "
@@ -184,7 +190,8 @@ class Solver(PipelineNode):
         verdicts = self.online.verdicts
         estimate, frame = self.output.express(estimate, self.frame_id)
         snippet = calibration.save(self.calibration_file, estimate, frame, {
-            "mass": verdicts.mass, "com": verdicts.com, "inertia": verdicts.inertia})
+            "mass": verdicts.mass, "com": verdicts.com, "inertia": verdicts.inertia},
+            extra=self.compensation.record())
         return f"wrote {self.calibration_file} and {snippet}"
 
     def _urdf_ready(self, urdf: str) -> None:
@@ -233,7 +240,12 @@ class Solver(PipelineNode):
             return
         if not samples["times"].size:
             return
-        self.samples_received += samples["times"].size
+        count = samples["times"].size
+        self.samples_received += count
+        samples = self.compensation.restore(samples, frame_id)  # what a driver subtracted
+        if not samples["times"].size:  # all within a change of the driver's compensation
+            self.upstream.update(before, count)
+            return
         try:
             step = self.online.add(**samples)
         except ImplausibleValueError as exc:
@@ -246,7 +258,7 @@ class Solver(PipelineNode):
             return
         # A batch refused for its values says nothing reliable of its sender's running count
         # (it may not come from kinematics at all): only accepted ones move it.
-        self.upstream.update(before, samples["times"].size)
+        self.upstream.update(before, count)
         if not step.times.size:
             return
         now = self.get_clock().now().nanoseconds * 1e-9
@@ -362,7 +374,7 @@ class Solver(PipelineNode):
             "monitor_trained": online.monitor.ready,
             "stamp_resets": online.counters[RESETS],
             "setup_error": bool(online.setup_error), "frozen": online.frozen,
-            "estimate_from_data": online.from_data}
+            "estimate_from_data": online.from_data, **self.compensation.values()}
         if online.monitor.ready:
             values["t2_threshold"] = online.monitor.threshold
         if len(self.latencies):
