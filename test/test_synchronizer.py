@@ -12,8 +12,8 @@ from inertial_id.core.synchronizer import (
     SPIKE_FOLLOW,
     FixedLagSynchronizer,
     SyncedSamples,
-    _median,
 )
+from inertial_id.core.synchronizer.filters import median
 
 T0_MS = 100_000  # stamps start at 100 s; stamps are integer milliseconds / 1000, so a joint
 # stamp and the wrench stamp of the same millisecond are the same float.
@@ -382,7 +382,7 @@ def test_a_gap_in_the_wrench_stream_drops_the_windows_across_it():
 @given(st.lists(st.floats(-1e9, 1e9, allow_nan=False), min_size=1, max_size=60))
 @settings(max_examples=200, deadline=None)
 def test_median_is_numpy_median(values: list[float]) -> None:
-    assert _median(np.array(values)) == np.median(values)
+    assert median(np.array(values)) == np.median(values)
 
 
 def _spiked_run(spikes: dict[int, float], max_speed: float = 3.0) -> tuple[
@@ -423,7 +423,7 @@ def test_a_stream_that_moved_is_followed_after_a_run_of_spikes() -> None:
 
 def test_a_joint_without_a_speed_limit_gets_the_default() -> None:
     sync = FixedLagSynchronizer(2, WINDOW, 3, max_speed=[0.0, np.inf])
-    assert np.all(sync.max_speed == DEFAULT_MAX_JOINT_SPEED)
+    assert np.all(sync.spikes.max_speed == DEFAULT_MAX_JOINT_SPEED)
 
 
 def test_the_block_path_drops_spikes_like_the_one_at_a_time_path() -> None:

@@ -1,93 +1,36 @@
-"""Time synchronisation of joint states and wrenches with a fixed-lag Savitzky-Golay filter.
-
-Each wrench sample (stamp ``t``) becomes one synchronised sample at ``t``: the joint positions,
-velocities and accelerations come from a polynomial fitted to the ``window`` joint samples
-around ``t`` that end ``lag`` samples after it, and the wrench is smoothed by a polynomial of
-the same order over the wrench samples spanning the same time. Both fits cover the same span
-with ``t`` at the same place in it, so both signals are filtered alike and stay in phase; a
-sample is ready ``lag`` joint periods after its stamp. ``lag`` = half the window (the default)
-is the classical zero-phase filter with the least noise; a shorter lag answers sooner at the
-price of noisier derivatives. Only header stamps are used, never arrival times.
-
-With a ``kinematics`` function (joint positions, velocities, accelerations to the sensor
-frame's twist and proper acceleration) the synchronizer also *matches* the filters: the
-polynomial's acceleration is exactly the true acceleration smoothed by a kernel ``ghat``
-(:mod:`inertial_id.core.signals`, matched filtering), so the kinematics are computed at every
-joint sample (three-point differences) and smoothed by that kernel, and the wrench by the same
-kernel. The rigid-body equation then holds between the filtered wrench and the filtered
-kinematics; a polynomial's value smooths the wrench far less than its second derivative
-smooths the acceleration, which biased the inertia by O((w T)^2).
-
-With ``jacobians`` too (joint positions to the sensor frame's Jacobians), each matched sample
-also carries the covariance of the noise that the joints' position noise puts into its
-smoothed acceleration, ``|h|^2 J diag(sigma_q^2) J^T`` (``h`` the filter's second-derivative
-weights on the positions, ``sigma_q`` estimated from the data by
-:class:`~inertial_id.core.signals.PositionNoise`): the solver removes the bias that noise in
-the regressor gives least squares (errors in variables).
+"""The fixed-lag synchronizer (:class:`FixedLagSynchronizer`): buffers of both streams, the
+stamp policy and spike checks on the way in, the ready samples handed to the filters of
+:mod:`inertial_id.core.synchronizer.filters` on the way out (see
+:mod:`inertial_id.core.synchronizer` for the filters).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError, SampleError
-from inertial_id.core.features import N_FEATURES, decode_features, encode_features
+from inertial_id.core.features import N_FEATURES, encode_features
 from inertial_id.core.rows import Rows
-from inertial_id.core.signals import (
-    PolynomialFits,
-    PositionNoise,
-    fit_polynomials,
-    fit_projections,
-    hat_kernel_at,
-    local_polynomial,
-    second_difference_weights,
-    second_differences,
+from inertial_id.core.signals import PositionNoise, second_differences
+from inertial_id.core.synchronizer.filters import (
+    Span,
+    Windows,
+    matched_samples,
+    polynomial_samples,
+    wrench_span,
 )
+from inertial_id.core.synchronizer.samples import (
+    MAX_ABS_VALUE,
+    JacobianFunction,
+    SensorFunction,
+    SyncedSamples,
+    plausible,
+)
+from inertial_id.core.synchronizer.spikes import SpikeGuard
 from inertial_id.core.timepolicy import StampPolicy
-
-SensorFunction = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]],
-                          tuple[NDArray[np.float64], NDArray[np.float64]]]
-"""(N, n) joint positions, velocities, accelerations -> (N, 6) twist, proper acceleration."""
-
-JacobianFunction = Callable[[NDArray[np.float64]], NDArray[np.float64]]
-"""(N, n) joint positions -> (N, 6, n) sensor-frame Jacobians, rows ``[linear; angular]``."""
-
-MAX_ABS_VALUE = 1e6
-"""Larger joint positions (rad, m), wrench components (N, N m), velocities or accelerations
-(m/s, rad/s, m/s^2, rad/s^2) are no measurements; their squares would also overflow the
-statistics downstream."""
-
-
-SPIKE_SPEED_MARGIN = 10.0
-"""A joint state is a spike when a joint moved more than this many times its speed limit times
-the time since the last joint state ..."""
-SPIKE_SLACK = 0.1
-"""... plus this much (rad or m: encoder noise, stamp jitter) ..."""
-DEFAULT_MAX_JOINT_SPEED = 10.0
-"""... the speed limit (rad/s or m/s) of a joint whose URDF gives none ..."""
-SPIKE_FOLLOW = 25
-"""... unless this many joint states in a row are spikes that agree with each other: then the
-stream itself moved (or the state before them was the spike) and the buffers restart."""
-
-
-def plausible(values: NDArray[np.float64]) -> bool:
-    """All entries finite and within ``MAX_ABS_VALUE`` (NaN compares false); cheap per sample."""
-    return bool(values.size == 0 or np.abs(values).max() <= MAX_ABS_VALUE)
-
-
-def _median(values: NDArray[np.float64]) -> float:
-    """``numpy.median`` of a non-empty 1-D array, without its per-call overhead."""
-    ordered = np.sort(values)
-    middle = ordered.size // 2
-    if ordered.size % 2:
-        return float(ordered[middle])
-    return float(ordered[middle - 1] + ordered[middle]) / 2.0
 
 
 def _fresh(buffered: Rows, stamps: NDArray[np.float64]) -> bool:
@@ -100,64 +43,9 @@ def _fresh(buffered: Rows, stamps: NDArray[np.float64]) -> bool:
     return bool(after and np.all(np.diff(stamps) > 0.0))
 
 
-@dataclass(frozen=True)
-class SyncedSamples:
-    """A batch of N synchronised samples; joints in the model's order.
-
-    ``times`` (N,) s; ``position``, ``velocity``, ``acceleration`` (N, n) in rad, rad/s,
-    rad/s^2 (or m for prismatic joints); ``wrench`` (N, 6) ``[fx, fy, fz, tx, ty, tz]`` as the
-    sensor reports it, filtered like the joints; ``wrench_raw`` (N, 6) unfiltered (its noise
-    stays white, which the contact monitor's statistics assume). With matched filtering
-    (see the module docstring) ``twist`` and ``proper_acceleration`` (N, 6) are the sensor
-    frame's, smoothed by the wrench's kernel; otherwise None (compute them from the joints).
-    ``acceleration_noise`` (N, 6, 6): with matched filtering and the Jacobians, the
-    covariance of the noise the joints' position noise leaves in ``proper_acceleration``'s
-    ``[a_lin + w x v_lin; alpha]`` ((m/s^2)^2, (m/s^2)(rad/s^2), (rad/s^2)^2); otherwise None.
-    """
-
-    times: NDArray[np.float64]
-    position: NDArray[np.float64]
-    velocity: NDArray[np.float64]
-    acceleration: NDArray[np.float64]
-    wrench: NDArray[np.float64]
-    wrench_raw: NDArray[np.float64]
-    twist: NDArray[np.float64] | None = None
-    proper_acceleration: NDArray[np.float64] | None = None
-    acceleration_noise: NDArray[np.float64] | None = None
-
-    def __len__(self) -> int:
-        return int(self.times.size)
-
-    @property
-    def matched(self) -> bool:
-        """Whether the batch carries matched-filtered sensor-frame kinematics."""
-        return self.twist is not None and self.proper_acceleration is not None
-
-    def select(self, mask: NDArray[np.bool_]) -> SyncedSamples:
-        """The samples where ``mask`` (N,) is true."""
-        values = (getattr(self, f.name) for f in fields(self))
-        return SyncedSamples(*(None if x is None else x[mask] for x in values))
-
-    @classmethod
-    def empty(cls, n_joints: int) -> SyncedSamples:
-        """A batch with no samples."""
-        z = np.empty((0, n_joints))
-        return cls(np.empty(0), z, z.copy(), z.copy(), np.empty((0, 6)), np.empty((0, 6)))
-
-
-class _Span(NamedTuple):
-    """A filter window around a sample: how many samples before it and after it."""
-
-    before: int
-    after: int
-
-    def offsets(self) -> NDArray[np.intp]:
-        """Index offsets of the window's samples from the sample's."""
-        return np.arange(-self.before, self.after + 1)
-
-
 class FixedLagSynchronizer:
-    """Pairs wrench samples with filtered joint states; see the module docstring.
+    """Pairs wrench samples with filtered joint states; see
+    :mod:`inertial_id.core.synchronizer`.
 
     ``window`` joint samples (odd) and polynomial ``order`` set the filter; the output lags the
     newest joint state by ``lag`` joint samples (default: half the window). ``max_span`` (s)
@@ -166,9 +54,9 @@ class FixedLagSynchronizer:
     range or jumping away from the stream are dropped, and a jump it follows (a bag played
     again) clears the buffers; other out-of-order or duplicate stamps are dropped. A joint
     state farther from the last one than any joint can move in between (``max_speed``, rad/s
-    or m/s per joint, e.g. the URDF's velocity limits; :data:`DEFAULT_MAX_JOINT_SPEED` where
-    absent; None: no such check) is a spike, dropped before the filter
-    (:meth:`add_joint_state`).
+    or m/s per joint, e.g. the URDF's velocity limits; the default where absent; None: no
+    such check) is a spike, dropped before the filter (:meth:`add_joint_state`,
+    :class:`~inertial_id.core.synchronizer.spikes.SpikeGuard`).
     ``counters`` records what was dropped, why. Samples come one at a time
     (:meth:`add_joint_state`, :meth:`add_wrench`) or in blocks (:meth:`extend`), with the
     same result.
@@ -205,13 +93,7 @@ class FixedLagSynchronizer:
         self.counters: Counter[str] = Counter()
         self.policy = policy or StampPolicy()
         self.policy.counters = self.counters
-        self.max_speed = None
-        if max_speed is not None:
-            speed = np.asarray(max_speed, dtype=float)
-            self.max_speed = np.where(np.isfinite(speed) & (speed > 0.0), speed,
-                                      DEFAULT_MAX_JOINT_SPEED)
-        self._spikes: tuple[float, NDArray[np.float64], int] | None = None  # the last one,
-        # and how many agreeing ones in a row
+        self.spikes = SpikeGuard(max_speed)
         self._joint_t = Rows()
         self._joint_q = Rows((n_joints,))
         self._joint_v = Rows((n_joints,))
@@ -324,35 +206,18 @@ class FixedLagSynchronizer:
             self._joint_v.append(v)
         return True
 
-    def _too_far(self, dt: NDArray[np.float64] | float,
-                 step: NDArray[np.float64]) -> NDArray[np.bool_]:
-        """Whether a change of the joints' positions ``step`` ((..., n) rad or m) in ``dt``
-        (s) is farther than any joint moves (:data:`SPIKE_SPEED_MARGIN`); per row."""
-        if self.max_speed is None:
-            return np.zeros(np.shape(step)[:-1], dtype=bool)
-        allowed = SPIKE_SPEED_MARGIN * self.max_speed * np.asarray(dt)[..., None] + SPIKE_SLACK
-        return np.any(np.abs(step) > allowed, axis=-1)
-
     def _spike(self, t: float, q: NDArray[np.float64]) -> bool:
         """Drop and count (``joint_state_spike``) a joint state farther from the last one
         than any joint moves in the time between (before the filter sees it); a run of
-        :data:`SPIKE_FOLLOW` agreeing ones restarts the buffers from the newest."""
-        if self._joint_t.size == 0 or not self._too_far(t - self._joint_t.last(),
-                                                          q - self._joint_q.view()[-1]):
-            self._spikes = None
-            return False
-        run = 1
-        if self._spikes is not None:
-            last_t, last_q, count = self._spikes
-            if t > last_t and not self._too_far(t - last_t, q - last_q):
-                run = count + 1
-        if run >= SPIKE_FOLLOW:
+        :data:`~inertial_id.core.synchronizer.spikes.SPIKE_FOLLOW` agreeing ones restarts the
+        buffers from the newest."""
+        last = (self._joint_t.last(), self._joint_q.view()[-1]) if self._joint_t.size else None
+        verdict = self.spikes.judge(t, q, last)
+        if verdict == "restart":
             self.reset()
-            self._spikes = None
-            return False
-        self._spikes = (t, q, run)
-        self.counters["joint_state_spike"] += 1
-        return True
+        elif verdict == "spike":
+            self.counters["joint_state_spike"] += 1
+        return verdict == "spike"
 
     def add_wrench(self, t: float, wrench: ArrayLike) -> bool:
         """Buffer one wrench ``[fx, fy, fz, tx, ty, tz]``. Returns False when dropped."""
@@ -397,7 +262,7 @@ class FixedLagSynchronizer:
         if joint_t.size and self._joint_t.size:
             steps_t = np.concatenate(([self._joint_t.last()], joint_t))
             steps_q = np.vstack((self._joint_q.view()[-1], position))
-        if np.any(self._too_far(np.diff(steps_t), np.diff(steps_q, axis=0))):
+        if np.any(self.spikes.too_far(np.diff(steps_t), np.diff(steps_q, axis=0))):
             return False  # a spike: one at a time, where it is dropped and counted
         if not self.policy.accept_all(arrival):  # last: it commits when it accepts
             return False
@@ -410,30 +275,15 @@ class FixedLagSynchronizer:
         self._limit_pending()
         return True
 
-    def _wrench_span(self, joint_t: NDArray[np.float64],
-                     wrench_t: NDArray[np.float64]) -> _Span:
-        """Wrench samples before and after a stamp so both windows span the same time
-        (matched filtering: at least the joint window of any stamp between two joint
-        samples, so that the kernel is whole)."""
-        joint_period = _median(np.diff(joint_t))
-        wrench_period = _median(np.diff(wrench_t)) if wrench_t.size > 1 else 0.0
-        if wrench_period <= 0.0:
-            return _Span(self.order, min(self.order, self.lag))
-        ratio = joint_period / wrench_period
-        after = int(round(self.lag * ratio))
-        before = max(int(round((self.window - 1 - self.lag) * ratio)), self.order - after)
-        if self.kinematics is not None:
-            before = int(np.ceil((self.window - self.lag) * ratio)) + 1
-        return _Span(before, after)
-
     def pop_ready(self) -> SyncedSamples:
         """All samples whose filter windows are complete, oldest first."""
         if len(self._joint_t) < self.window or self._next_wrench >= len(self._wrench_t):
             return SyncedSamples.empty(self.n_joints)
         joint_t = self._joint_t.view()
         wrench_t = self._wrench_t.view()
-        js = _Span(self.window - 1 - self.lag, self.lag)
-        ws = self._wrench_span(joint_t, wrench_t)
+        js = Span(self.window - 1 - self.lag, self.lag)
+        ws = wrench_span(joint_t, wrench_t, self.window, self.order, self.lag,
+                         self.kinematics is not None)
         index = np.arange(self._next_wrench, wrench_t.size)
         ks = np.searchsorted(joint_t, wrench_t[index], side="right") - 1
         # Samples that can never be filtered: before the joint data or the wrench history.
@@ -490,89 +340,36 @@ class FixedLagSynchronizer:
                        if after.size else before, before)
         self._joint_s.extend(std**2)
 
-    def _filter(
-        self,
-        joint_t: NDArray[np.float64],
-        wrench_t: NDArray[np.float64],
-        index: NDArray[np.intp],
-        ks: NDArray[np.intp],
-        js: _Span,
-        ws: _Span,
-    ) -> SyncedSamples:
+    def _filter(self, joint_t: NDArray[np.float64], wrench_t: NDArray[np.float64],
+                index: NDArray[np.intp], ks: NDArray[np.intp], js: Span,
+                ws: Span) -> SyncedSamples:
+        """The samples of the wrenches ``index``, each with the joint window around the joint
+        sample ``ks`` at or before it, through the plain or the matched filter."""
         if index.size == 0:
             return SyncedSamples.empty(self.n_joints)
-        at = wrench_t[index]
         # Consecutive wrenches share joint windows: fit each window once.
         centres, which = np.unique(ks, return_inverse=True)
         joint_windows = centres[:, None] + js.offsets()
-        jt = joint_t[joint_windows]
-        if self.kinematics is not None:
-            return self._matched(jt, joint_windows, wrench_t, index, which, ws)
-        q_fit = fit_polynomials(jt, self._joint_q.view()[joint_windows], self.order)
-        if self.use_measured_velocity:
-            (position,) = q_fit.evaluate(at, (0,), which)
-            v_fit = fit_polynomials(jt, self._joint_v.view()[joint_windows], self.order)
-            velocity, acceleration = v_fit.evaluate(at, (0, 1), which)
-        else:
-            position, velocity, acceleration = q_fit.evaluate(at, (0, 1, 2), which)
         wrench_windows = index[:, None] + ws.offsets()
-        wrenches = self._wrench_w.view()
-        (wrench,) = local_polynomial(wrench_t[wrench_windows], wrenches[wrench_windows], at,
-                                     self.order)
-        return SyncedSamples(at, position, velocity, acceleration, wrench, wrenches[index])
-
-    def _matched(self, jt: NDArray[np.float64], joint_windows: NDArray[np.intp],
-                 wrench_t: NDArray[np.float64], index: NDArray[np.intp],
-                 which: NDArray[np.intp], ws: _Span) -> SyncedSamples:
-        """Matched filtering (module docstring): joints as the plain filter, the wrench and
-        the sensor-frame kinematics smoothed by the kernel of the joints' acceleration."""
-        at = wrench_t[index]
-        projection, centre, scale = fit_projections(jt, self.order)  # (M, p+1, W)
-        fits = PolynomialFits(projection @ self._joint_q.view()[joint_windows], centre, scale)
-        position, velocity, acceleration = fits.evaluate(at, (0, 1, 2), which)
-        if self.use_measured_velocity:
-            v_fits = PolynomialFits(projection @ self._joint_v.view()[joint_windows], centre,
-                                    scale)
-            velocity, acceleration = v_fits.evaluate(at, (0, 1), which)
-        # The acceleration at scaled time s is sum_m m (m-1) s^(m-2) / scale^2 (P_m q),
-        # m = 2 .. p; each P_m annihilates lines, so it has second-difference weights.
-        gammas = second_difference_weights(jt, projection[:, 2:, :])  # (M, p-1, W-2)
-        features = self._joint_f.view()[joint_windows[:, 1:-1]]  # (M, W-2, F)
-        smoothed = gammas @ features  # (M, p-1, F)
-        s = (at - centre[which]) / scale[which]
-        powers = np.arange(2, self.order + 1)
-        basis = (powers * (powers - 1) * s[:, None] ** (powers - 2)
-                 / scale[which, None] ** 2)  # (N, p-1)
-        filtered = np.einsum("nm,nmf->nf", basis, smoothed[which])
-        gamma = np.einsum("nm,nmk->nk", basis, gammas[which])  # (N, W-2)
-        wrench_windows = index[:, None] + ws.offsets()
-        tau = wrench_t[wrench_windows]
-        kernel = hat_kernel_at(jt[which], gamma, tau)
-        spacing = np.empty(tau.shape)
-        spacing[:, 1:-1] = 0.5 * (tau[:, 2:] - tau[:, :-2])
-        spacing[:, 0] = 0.5 * (tau[:, 1] - tau[:, 0])
-        spacing[:, -1] = 0.5 * (tau[:, -1] - tau[:, -2])
-        weights = kernel * spacing
-        weights /= weights.sum(axis=1, keepdims=True)
-        wrenches = self._wrench_w.view()
-        wrench = np.einsum("nk,nkj->nj", weights, wrenches[wrench_windows])
-        twist, proper = decode_features(filtered)
-        noise = None
+        q, wrenches = self._joint_q.view(), self._wrench_w.view()
+        velocity = (self._joint_v.view()[joint_windows] if self.use_measured_velocity
+                    else None)
+        windows = Windows(wrench_t[index], which, joint_t[joint_windows], q[joint_windows],
+                          velocity, wrench_t[wrench_windows], wrenches[wrench_windows],
+                          wrenches[index])
+        if self.kinematics is None:
+            return polynomial_samples(windows, self.order)
+        noise_at = None
         if self.jacobians is not None:
-            # The sensor-frame noise J diag(|h|^2 sigma_q^2) J^T at each sample: h = basis .
-            # P[2:] the second derivative's weights on the positions, J at the window's joint
-            # sample k (at or before the wrench stamp), sigma_q^2 in effect at row k - 1 (row
-            # k has none yet when lag is 0).
-            h = np.einsum("nm,nmw->nw", basis, projection[which, 2:, :])
+            # J at the window's joint sample k (at or before the wrench stamp), sigma_q^2 in
+            # effect at row k - 1 (row k has none yet when lag is 0).
             at_or_before = joint_windows[:, self.window - 1 - self.lag]
-            jacobian = self.jacobians(self._joint_q.view()[at_or_before])[which]  # (N, 6, n)
-            sigma2 = self._joint_s.view()[at_or_before - 1][which]  # (N, n)
-            variance = np.einsum("nw,nw->n", h, h)[:, None] * sigma2
-            noise = np.einsum("nik,nk,njk->nij", jacobian, variance, jacobian)
-        return SyncedSamples(at, position, velocity, acceleration, wrench, wrenches[index],
-                             twist, proper, noise)
+            noise_at = (self.jacobians(q[at_or_before])[which],  # (N, 6, n)
+                        self._joint_s.view()[at_or_before - 1][which])  # (N, n)
+        return matched_samples(windows, self._joint_f.view()[joint_windows[:, 1:-1]],
+                               self.order, noise_at)
 
-    def _prune(self, joint_t: NDArray[np.float64], js: _Span, ws: _Span) -> None:
+    def _prune(self, joint_t: NDArray[np.float64], js: Span, ws: Span) -> None:
         """Drop buffered samples that no future window can use."""
         if self._next_wrench < len(self._wrench_t):
             next_k = int(np.searchsorted(joint_t, self._wrench_t.view()[self._next_wrench],
