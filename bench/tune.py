@@ -6,7 +6,7 @@ labels (payload and contact intervals from the simulation's truth), runs ``inert
 on them (half held out) and prints the held-out scores of the defaults and of the tuned
 parameters; ``--json`` writes them.
 
-    python bench/tune.py --bags 10 --duration 20 --trials 24 --workers 2
+    python bench/tune.py --bags 12 --duration 20 --trials 20 --workers 2
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def make_bags(root: Path, count: int, duration: float, seed: int) -> Path:
         inertia = default_payload().inertia_com * mass / default_payload().mass
         noise = float(rng.choice([0.05, 0.1, 0.2]))
         contacts = []
-        for _ in range(int(rng.integers(0, 3))):
+        for _ in range(int(rng.integers(1, 3))):
             direction = rng.normal(size=3)
             force = direction / np.linalg.norm(direction) * rng.uniform(0.8, 6.0)
             start = float(rng.uniform(8.0, duration - 2.0))
@@ -61,9 +61,9 @@ def main() -> int:
     """Simulate, tune, print (and with ``--json`` write) the held-out comparison."""
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bags", type=int, default=10)
+    parser.add_argument("--bags", type=int, default=12)
     parser.add_argument("--duration", type=float, default=20.0)
-    parser.add_argument("--trials", type=int, default=24)
+    parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dir", type=Path, help="keep the bags here (default: a temporary "

@@ -262,6 +262,8 @@ def _search(client: Any, options: TuneOptions, base: dict[str, Any],
     if kind == "unlabelled":
         result.notes.append("no labels: scored by held-out wrench prediction and the std's "
                             "calibration")
+    if kind == "labelled" and held_out and all(labels[b].empty for b in held_out):
+        result.notes.append("the held-out bags carry no labels: their scores say nothing")
     if held_out:
         first = _submit(client, held_out, base, options)
         second = _submit(client, held_out, result.tuned, options) if best is not None and (
@@ -405,6 +407,8 @@ def run_tune_command(args: argparse.Namespace) -> int:
     from inertial_id.replay import check_writable
 
     check_writable(args.output)
+    if args.report:
+        check_writable(args.report)
     if args.params is not None and Path(args.params).resolve() == Path(args.output).resolve():
         raise InertialIdError("--output must not overwrite --params (the defaults)")
     options = TuneOptions(
