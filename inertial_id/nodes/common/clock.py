@@ -1,0 +1,57 @@
+"""Time on the nodes: header stamps to seconds and back, timer periods, timers on the steady
+clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from builtin_interfaces.msg import Time
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from rclpy.timer import Timer
+
+from inertial_id.cdr import stamp_parts
+from inertial_id.nodes.common.parameters import INT64_MAX
+
+
+def to_seconds(stamp: Time) -> float:
+    """A header stamp in seconds."""
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def to_stamp(seconds: float) -> Time:
+    """Seconds to a ``builtin_interfaces/Time``."""
+    sec, nanosec = stamp_parts(seconds)
+    return Time(sec=sec, nanosec=nanosec)
+
+
+def period_ns(seconds: float) -> int:
+    """A timer period in nanoseconds, at least 1 ns and at most what rcl holds (a rate of
+    1e-300 Hz is a timer that never fires, not an overflow)."""
+    # Clamp as integers: float(INT64_MAX) rounds up to 2**63, one past what rcl holds.
+    nanoseconds = float(seconds) * 1e9
+    if not nanoseconds < INT64_MAX:
+        return INT64_MAX
+    return max(1, int(nanoseconds))
+
+
+def set_period(timer: Timer, seconds: float) -> None:
+    """Change a running timer's period (it restarts from now)."""
+    timer.timer_period_ns = period_ns(seconds)
+    timer.reset()
+
+
+def steady_timer(node: Node, period: float, callback: Callable[[], None],
+                 autostart: bool = True) -> Timer:
+    """A timer on the steady clock: ``period`` seconds of wall time, whatever ``use_sim_time``.
+
+    The nodes' timers pace work (solves, batches, diagnostics), not data: data carry their own
+    header stamps. Timers on the ROS clock are also wrong under simulated time with rclpy's
+    EventsExecutor: while such a timer is due, every ``/clock`` message (1 kHz from a bag
+    player) queues one more dispatch of it, and each dispatch advances it by a period. After
+    a 0.3 s callback the solver's 1 Hz diagnostics fired 11 times in 30 ms and then fell
+    silent for 11 s of bag time. Without ``/clock`` at all they would never fire.
+    """
+    return node.create_timer(period_ns(period) * 1e-9, callback,
+                             clock=Clock(clock_type=ClockType.STEADY_TIME), autostart=autostart)

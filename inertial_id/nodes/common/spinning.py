@@ -1,0 +1,43 @@
+"""Running the nodes: ``rclpy.init`` with the package's own signal handling (:func:`init`),
+the executor (:func:`make_executor`) and the loop that spins it until a stop
+(:func:`spin`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import Executor
+from rclpy.signals import SignalHandlerOptions
+
+from inertial_id.nodes import compat, stopping
+
+
+def make_executor(context: Context | None = None) -> Executor:
+    """rclpy's EventsExecutor where available, else the SingleThreadedExecutor
+    (:func:`inertial_id.nodes.compat.make_executor`: the one place that knows which rclpy
+    has which).
+
+    The wait-set executor cannot keep up with a 1 kHz wrench plus 500 Hz joint states in
+    Python (measured: 37 % of the wrenches lost, ~1 s latency); the events executor keeps
+    all of them with the same nodes (``bench/pipeline_throughput.py``). Drive it with
+    :func:`spin` (its own ``spin()`` neither fires timers nor returns on shutdown here).
+    """
+    return compat.make_executor(context)
+
+
+def spin(executor: Executor, context: Context | None = None,
+         until: Callable[[], bool] = stopping.requested) -> None:
+    """Spin one event at a time until ``until()`` (by default: SIGINT/SIGTERM, see
+    :mod:`inertial_id.nodes.stopping`) or the context shuts down."""
+    ok = (context or rclpy.get_default_context()).ok
+    while ok() and not until():
+        executor.spin_once(timeout_sec=0.1)
+
+
+def init(args: Sequence[str] | None = None) -> None:
+    """``rclpy.init`` without rclpy's signal handlers: ours only set a flag (``stopping``)."""
+    stopping.install()
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
