@@ -24,7 +24,7 @@ from inertial_id.core.kinematics import (
     load_urdf_model,
     movable_joint_names,
 )
-from inertial_id.core.stamp_offset import StampDelay, estimate_delay
+from inertial_id.core.stamp_offset import MAX_DELAY, MIN_DELAY, StampDelay, estimate_delay
 from inertial_id.core.synchronizer import FixedLagSynchronizer, SyncedSamples
 from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE
 
@@ -32,6 +32,9 @@ STAMP_DROPS = tuple(f"{kind}_{reason}" for kind in ("joint_state", "wrench")
                     for reason in (JUMP, OUT_OF_RANGE, "out_of_order"))
 """The synchronizer's counters of messages dropped for their stamps (the time policy's, and
 duplicates or late ones within a stream)."""
+DELAY_ROUNDS = 3
+"""Fits of the wrench stamps' delay at the most, each on the stamps the previous ones
+corrected (:meth:`Gathering._estimate_delays`)."""
 MESSAGE_DROPS = (*STAMP_DROPS, "joint_state_spike")
 """The synchronizer's counters of messages it dropped: :data:`STAMP_DROPS` and joint states
 farther from the last than the joints can move (spikes)."""
@@ -188,11 +191,32 @@ class Gathering:
         self.choice = choose_filter(history[0], history[1], s.polyorder, s.delay, s.window)
         self.synchronizer.set_filter(self.choice.window, self.choice.lag)
         if s.estimate_wrench_delay and held and self.synchronizer.kinematics is not None:
-            self.stamp_delay = self._estimate_delay(*history)
+            self.stamp_delay = self._estimate_delays(*history)
             if self.stamp_delay.clear:  # measured on stamps already moved by wrench_delay
                 self.wrench_delay += self.stamp_delay.delay
                 self.synchronizer.shift_wrench_stamps(self.stamp_delay.delay)
         return True
+
+    def _estimate_delays(self, joint_t: NDArray[np.float64], position: NDArray[np.float64],
+                         velocity: NDArray[np.float64] | None, wrench_t: NDArray[np.float64],
+                         wrench: NDArray[np.float64]) -> StampDelay:
+        """The wrench stamps' delay: when one fit gives clear evidence of one, it is refitted
+        on the stamps it corrected (at most :data:`DELAY_ROUNDS` fits in all) and each
+        remainder of at least :data:`~inertial_id.core.stamp_offset.MIN_DELAY` is added,
+        whatever its own significance (the first fit decided that there is a delay; the
+        others refine its size). The noise of the wrench's derivative, the delay's
+        regressor, attenuates a fit: 5 ms read as 4.1-4.3 ms at 125 Hz joint states under
+        fast motion. The std and samples are the first fit's."""
+        first = self._estimate_delay(joint_t, position, velocity, wrench_t, wrench)
+        if not first.clear:
+            return first
+        total = first.delay
+        for _ in range(DELAY_ROUNDS - 1):
+            step = self._estimate_delay(joint_t, position, velocity, wrench_t - total, wrench)
+            if not (np.isfinite(step.std) and MIN_DELAY <= abs(step.delay) <= MAX_DELAY):
+                break
+            total += step.delay
+        return StampDelay(total, first.std, first.samples, True)
 
     def _estimate_delay(self, joint_t: NDArray[np.float64], position: NDArray[np.float64],
                         velocity: NDArray[np.float64] | None, wrench_t: NDArray[np.float64],
