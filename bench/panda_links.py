@@ -82,7 +82,9 @@ from inertial_id.core.link_model import LinkModel  # noqa: E402
 from inertial_id.core.link_selection import (  # noqa: E402
     choose_friction,
     choose_prior_weight,
+    coulomb_candidates,
     memory_candidates,
+    refine_friction,
     training_rows,
 )
 from inertial_id.core.links import LinkEstimate, LinkIdentification, identify  # noqa: E402
@@ -126,14 +128,23 @@ def pooled_rms(residuals: list[NDArray[np.float64]]) -> NDArray[np.float64]:
 
 
 def choose(problem: LinkIdentification, train: NDArray[np.intp], guard: int,
-           prior_weight: float | None) -> tuple[LinkIdentification, float, dict]:
+           prior_weight: float | None, shape: bool = False
+           ) -> tuple[LinkIdentification, float, dict]:
     """The friction model and the prior weight (unless given) chosen inside ``train`` by
     four-block cross-validation; the whole-record problem under that friction model, the
-    weight, and the scores."""
-    friction, table = choose_friction(problem.subset(train), memory_candidates(FRICTION),
-                                      folds=4, guard=guard)
+    weight, and the scores. ``shape``: the Coulomb term's shape is chosen too, as
+    ``identify-links`` does without ``--velocity-threshold`` (dead band or tanh, its ``v0``);
+    else ``tanh(qd / 0.03)``."""
+    inside = problem.subset(train)
+    if shape:
+        friction, table = choose_friction(inside, coulomb_candidates(FRICTION), folds=4,
+                                          guard=guard)
+        friction, table = refine_friction(inside, friction, table, folds=4, guard=guard)
+    else:
+        friction, table = choose_friction(inside, memory_candidates(FRICTION), folds=4,
+                                          guard=guard)
     problem = problem.with_friction(friction)
-    scores = {"friction": {f"{row['presliding']:g}": row["score"] for row in table}}
+    scores = {"friction": {_label(row): row["score"] for row in table}}
     if prior_weight is None:
         prior_weight, weights = choose_prior_weight(problem.subset(train), "sdp", folds=4,
                                                     guard=guard)
@@ -141,7 +152,17 @@ def choose(problem: LinkIdentification, train: NDArray[np.intp], guard: int,
     return problem, prior_weight, scores
 
 
-def run(data_dir: Path, folds: int, prior_weight: float | None, verbose: bool = True) -> dict:
+def _label(row: dict) -> str:
+    """A friction candidate's name in the scores: the shape's ``v0`` and the memory's ``x0``
+    (only ``x0`` for the fixed tanh 0.03, as recorded before the shape was chosen)."""
+    if row["smooth"] and row["velocity_threshold"] == FRICTION.velocity_threshold:
+        return f"{row['presliding']:g}"
+    shape = "tanh" if row["smooth"] else "dead band"
+    return f"{shape} {row['velocity_threshold']:.3g} x0 {row['presliding']:g}"
+
+
+def run(data_dir: Path, folds: int, prior_weight: float | None, verbose: bool = True,
+        shape: bool = False) -> dict:
     """The whole protocol; returns the JSON document."""
     start = time.perf_counter()
     rec = load_recording(data_dir)
@@ -169,14 +190,17 @@ def run(data_dir: Path, folds: int, prior_weight: float | None, verbose: bool = 
 
     chosen, problems = [], []
     for k in range(folds):
-        fold_problem, weight, scores = choose(problem, train_of[k], guard, prior_weight)
+        fold_problem, weight, scores = choose(problem, train_of[k], guard, prior_weight, shape)
         problems.append(fold_problem)
-        presliding = fold_problem.friction_model.presliding
-        chosen.append({"fold": k + 1, "prior_weight": weight, "presliding": presliding,
+        friction = fold_problem.friction_model
+        chosen.append({"fold": k + 1, "prior_weight": weight, "presliding": friction.presliding,
+                       "smooth": friction.smooth, "velocity_scale": friction.velocity_threshold,
                        "inner_scores": scores})
         if verbose:
-            print(f"fold {k + 1}/{folds}: prior weight {weight:g}, direction memory x0 "
-                  f"{presliding:g} ({time.perf_counter() - start:.0f} s)", flush=True)
+            print(f"fold {k + 1}/{folds}: prior weight {weight:g}, "
+                  f"{'tanh' if friction.smooth else 'dead band'} v0 "
+                  f"{friction.velocity_threshold:.3g}, direction memory x0 "
+                  f"{friction.presliding:g} ({time.perf_counter() - start:.0f} s)", flush=True)
     residuals, estimates = held_out_residuals(problems, raw, outer, train_of,
                                               [c["prior_weight"] for c in chosen])
     identified = pooled_rms(residuals)
@@ -236,9 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prior-weight", type=float, default=None,
                         help="use this prior weight instead of choosing it inside each "
                              "training set (the friction model is still chosen)")
+    parser.add_argument("--choose-shape", action="store_true",
+                        help="choose the Coulomb term's shape too (dead band or tanh and its "
+                             "v0, as identify-links does by default) instead of tanh(qd / 0.03)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
-    doc = run(args.data, args.folds, args.prior_weight)
+    doc = run(args.data, args.folds, args.prior_weight, shape=args.choose_shape)
     print_table(doc)
     if args.json:
         args.json.write_text(json.dumps(doc, indent=2) + "\n")

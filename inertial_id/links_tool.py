@@ -22,7 +22,9 @@ from inertial_id.core.link_model import LinkModel, structural_base_parameters
 from inertial_id.core.link_selection import (
     PRESLIDING,
     PRIOR_WEIGHTS,
+    VELOCITY_SCALES,
     LinkOptions,
+    coulomb_candidates,
     identify_links,
     memory_candidates,
 )
@@ -60,17 +62,24 @@ give pi up to a common scale, which the CAD prior anchors).
 
 Chosen from the data unless given (cross-validation on --folds contiguous time blocks of the
 training rows, a guard of one filter window around each held-out block; score: geometric
-mean over joints of the held-out effort RMS): whether Coulomb friction keeps the direction
-of the last motion through rest (--direction-memory; a joint held still while others move
-keeps its friction level, which a dead band predicts as zero) and the prior weight
-(--prior-weight, sdp/qp). The choices and their scores are printed and written to the YAML;
-check-links, identify-payload and the nodes apply the friction model the YAML names.
+mean over joints of the held-out effort RMS): the shape of the Coulomb term (a dead band at
+0.002, or tanh(qd / v0) with v0 from a grid, then narrowed down; unless --velocity-threshold
+or --smooth-coulomb is given), whether it keeps the direction of the last motion through rest
+(--direction-memory; a joint held still while others move keeps its friction level, which a
+dead band predicts as zero) and the prior weight (--prior-weight, sdp/qp). The choices and
+their scores are printed and written to the YAML; check-links, identify-payload and the
+nodes apply the friction model the YAML names.
 
 Methods: wls (weighted least squares on the base parameters, sigma % per base parameter),
 pls (partial least squares), sdp (least squares + CAD prior subject to J(pi_i) >= 0 for each
 link: physically consistent, CLARABEL), qp (the same prior with linear constraints: mass,
 optional CoM box, cutting planes of J >= 0; OSQP). Writes a YAML summary (--output) and the
 URDF with the identified links' <inertial> replaced (--output-urdf)."""
+
+
+DEAD_BAND = 2e-3
+"""rad/s or m/s: the dead band of the Coulomb term when ``--velocity-threshold`` is not given
+(one candidate of the shape chosen from the data)."""
 
 
 def _rms(names: Sequence[str], values: NDArray[np.float64]) -> dict[str, float]:
@@ -116,11 +125,14 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
     p.add_argument("--no-offset", action="store_true", help="no effort offset")
     p.add_argument("--armature", action="store_true",
                    help="add a reflected rotor inertia per joint (Ia qdd)")
-    p.add_argument("--velocity-threshold", type=float, default=2e-3,
-                   help="|qd| below which Coulomb friction is taken as zero (default 0.002); "
-                   "with --smooth-coulomb the velocity scale v0 of tanh(qd / v0)")
+    p.add_argument("--velocity-threshold", type=float,
+                   help="|qd| below which Coulomb friction is taken as zero; with "
+                   "--smooth-coulomb the velocity scale v0 of tanh(qd / v0) (default: chosen "
+                   f"from the data: the dead band at {DEAD_BAND:g} or tanh with v0 from "
+                   f"{', '.join(f'{v:g}' for v in VELOCITY_SCALES)}, then narrowed down)")
     p.add_argument("--smooth-coulomb", action="store_true",
-                   help="Coulomb friction as tanh(qd / v0) instead of a dead band")
+                   help="Coulomb friction as tanh(qd / v0), not a dead band (v0 chosen "
+                   "from the data unless --velocity-threshold is given)")
     p.add_argument("--direction-memory", choices=("auto", "on", "off"), default="auto",
                    help="Coulomb friction keeps the direction of the last motion through "
                    "rest (presliding state; |qd| <= v0 leaves it alone): auto (default) "
@@ -197,8 +209,10 @@ def run_identify_links(args: argparse.Namespace) -> int:
     if not 0 <= start < stop <= n:
         raise SampleError(f"--train-rows must satisfy 0 <= A < B <= {n}")
     period = float(np.median(np.diff(data.t)))
+    threshold = args.velocity_threshold
     friction = FrictionModel(args.friction, not args.no_viscous, not args.no_offset,
-                             args.velocity_threshold, args.armature, args.smooth_coulomb,
+                             DEAD_BAND if threshold is None else threshold, args.armature,
+                             args.smooth_coulomb and threshold is not None,
                              sample_period=period)
     base = structural_base_parameters(model)
     candidates = _friction_candidates(friction, args)
@@ -206,7 +220,8 @@ def run_identify_links(args: argparse.Namespace) -> int:
                           dict(args.drive_gain), args.refine_gains, args.max_relative_std,
                           args.consistency, args.com_margin, args.coloured_residuals,
                           friction_candidates=candidates,
-                          folds=args.folds, guard=args.window)
+                          folds=args.folds, guard=args.window,
+                          refine_friction=_shape_chosen(args, friction))
     problem, cad, estimate = identify_links(model, data.rows(start, stop), options, base)
     friction = problem.friction_model
     urdf_path = Path(args.urdf)
@@ -251,17 +266,32 @@ def _friction_candidates(friction: FrictionModel, args: argparse.Namespace
                          ) -> tuple[FrictionModel, ...]:
     """The friction models ``--direction-memory`` leaves to choose from (one: the model)."""
     presliding = (args.presliding,) if args.presliding is not None else PRESLIDING
-    if args.direction_memory == "off" or friction.coulomb == "none":
+    if args.direction_memory == "off":
+        presliding = None
+    elif args.direction_memory == "on":
+        presliding = presliding[:1]
+    if _shape_chosen(args, friction):
+        candidates = coulomb_candidates(friction, dead_band=not args.smooth_coulomb,
+                                        presliding=presliding)
+        return tuple(c for c in candidates if presliding is None or c.memory
+                     or args.direction_memory != "on")
+    if presliding is None or friction.coulomb == "none":
         return (friction,)
     if args.direction_memory == "on":
         return (friction.with_presliding(presliding[0]),)
     return memory_candidates(friction, presliding)
 
 
+def _shape_chosen(args: argparse.Namespace, friction: FrictionModel) -> bool:
+    """Whether the Coulomb term's shape (dead band or tanh, its v0) is left to the data."""
+    return args.velocity_threshold is None and friction.coulomb != "none"
+
+
 def _choices(selection: dict[str, list[dict]], args: argparse.Namespace) -> dict:
     """What was chosen from the data (the cross-validation tables) and what was given."""
     out: dict[str, dict] = {}
-    for name, given in (("friction", args.direction_memory != "auto"),
+    shape_given = args.velocity_threshold is not None or args.friction == "none"
+    for name, given in (("friction", args.direction_memory != "auto" and shape_given),
                         ("prior_weight", args.prior_weight is not None)):
         if name in selection:
             out[name] = {"source": "cross-validation", "folds": args.folds,
@@ -277,15 +307,17 @@ def _print_summary(model: LinkModel, doc: dict) -> None:
           f"sigma <= threshold), {doc['seconds']:.1f} s")
     f = doc["friction_model"]
     memory = f"direction memory x0 {f['presliding']:g}" if f["presliding"] else "no memory"
+    shape = ("tanh(qd / v0)" if f["smooth"] else "dead band") + f" v0 {f['velocity_threshold']:.3g}"
     weight = doc["prior_weight"]
-    print(f"friction: {f['coulomb']} Coulomb, {memory} "
+    print(f"friction: {f['coulomb']} Coulomb, {shape}, {memory} "
           f"({doc['choices']['friction']['source']}); prior weight "
           f"{'-' if weight is None else f'{weight:g}'} "
           f"({doc['choices']['prior_weight']['source']})")
-    for name, key, label in (("friction", "presliding", "direction memory x0"),
-                             ("prior_weight", "prior_weight", "prior weight")):
-        for row in doc["choices"][name].get("candidates", []):
-            print(f"  {label} {row[key]:<8g} held-out score {row['score']:.5g}")
+    for row in doc["choices"]["friction"].get("candidates", []):
+        print(f"  {'tanh' if row['smooth'] else 'dead band'} v0 {row['velocity_threshold']:<8.3g}"
+              f" memory x0 {row['presliding']:<8g} held-out score {row['score']:.5g}")
+    for row in doc["choices"]["prior_weight"].get("candidates", []):
+        print(f"  prior weight {row['prior_weight']:<8g} held-out score {row['score']:.5g}")
     print(f"{'joint':24s} {'RMS id':>10s} {'RMS CAD':>10s}")
     for j in model.joint_names:
         print(f"{j:24s} {doc['torque_rms'][j]:10.4g} {doc['torque_rms_cad'][j]:10.4g}")
