@@ -544,7 +544,11 @@ def test_identify_links_command(arm, tmp_path):
     assert run_identify_links(args) == 0
     doc = yaml.safe_load((tmp_path / "out.yaml").read_text())
     assert doc["all_links_consistent"] is True
-    assert doc["friction_model"]["smooth"] is False
+    # The Coulomb shape (dead band or tanh and its v0) is chosen from the data by default.
+    assert doc["choices"]["friction"]["source"] == "cross-validation"
+    shapes = {(row["smooth"], row["velocity_threshold"])
+              for row in doc["choices"]["friction"]["candidates"]}
+    assert (False, 0.002) in shapes and any(smooth for smooth, _ in shapes)
     assert set(doc["torque_rms"]) == set(arm.joint_names)
     assert max(doc["validation_rms"].values()) < 0.2
     assert {"name", "value", "std", "relative_std_percent"} <= set(doc["base_parameters"][0])
