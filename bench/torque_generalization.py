@@ -33,6 +33,7 @@ Target (issue 28): identified within 10 % of the truth model's error on every jo
 
     python bench/torque_generalization.py --json torque_generalization.json   # 3 arms
     python bench/torque_generalization.py --seeds 1 --arm spherical
+    python bench/torque_generalization.py --seeds 1 --push-force 12   # weaker pushes
 """
 
 from __future__ import annotations
@@ -91,8 +92,10 @@ def run(argv: list[str]) -> None:
         raise RuntimeError(f"inertial-id {' '.join(argv)} exited {code}:\n{out.getvalue()}")
 
 
-def make_bags(arm: MotorCurrentArm, seed: int, folder: Path) -> dict[str, Any]:
-    """Write the arm's six recordings into ``folder``; their paths and truths."""
+def make_bags(arm: MotorCurrentArm, seed: int, folder: Path, push_force: float = 60.0
+              ) -> dict[str, Any]:
+    """Write the arm's six recordings into ``folder`` (pushes of ``push_force / 2`` to
+    ``push_force`` N); their truths."""
     home = arm.home
     payload = random_payload(seed)
     base = 100 * seed
@@ -104,7 +107,7 @@ def make_bags(arm: MotorCurrentArm, seed: int, folder: Path) -> dict[str, Any]:
             "unloaded": (trajectory(home, base + 3), 25.0, nothing_held(), ())}
     for k in (1, 2):
         plan[f"push{k}"] = (trajectory(home, base + 3 + k), 30.0, nothing_held(),
-                            random_pushes(30.0, base + k))
+                            random_pushes(30.0, base + k, force=push_force))
     out: dict[str, Any] = {"payload_mass": payload.mass, "pushes": {}, "push_peak": {}}
     for i, (name, (traj, duration, held, pushes)) in enumerate(plan.items()):
         rec = arm.record(traj, duration, held, pushes, seed=base + 20 + i)
@@ -149,13 +152,13 @@ def score_contacts(found: list[list[float]], pushes: list[list[float]], offset: 
             "onset_delay_s": delays, "false_alarms": len(false), "false_intervals": false}
 
 
-def one_arm(name: str, seed: int, folder: Path) -> dict[str, Any]:
+def one_arm(name: str, seed: int, folder: Path, push_force: float = 60.0) -> dict[str, Any]:
     """Simulate one arm, run the commands, score them."""
     urdf_file, home = ARMS[name]
     cad = str(resources.files("inertial_id") / "resources" / urdf_file)
     arm = MotorCurrentArm.random(cad, seed, home=home)
     begin = time.perf_counter()
-    truth = make_bags(arm, seed, folder)
+    truth = make_bags(arm, seed, folder, push_force)
     model = folder / "model.yaml"
     run(["identify-links", str(folder / "ident"), "--urdf", cad, "--output", str(model)])
     doc = yaml.safe_load(model.read_text())
@@ -228,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="one simulated arm per seed (default 1 2 3)")
     p.add_argument("--arm", choices=sorted(ARMS), default="bundled",
                    help="the URDF (default bundled: inertial_id/resources/arm6_ft.urdf)")
+    p.add_argument("--push-force", type=float, default=60.0, metavar="N",
+                   help="pushes of N/2 to N newtons at the flange (default 60)")
     p.add_argument("--json", type=Path, metavar="OUT", help="write every figure here")
     p.add_argument("--keep", type=Path, metavar="DIR",
                    help="keep the bags and outputs under DIR (default: a temporary folder)")
@@ -238,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds:
             folder = root / f"{args.arm}_{seed}"
             folder.mkdir(parents=True, exist_ok=False)
-            rows.append(one_arm(args.arm, seed, folder))
+            rows.append(one_arm(args.arm, seed, folder, args.push_force))
             print_arm(rows[-1])
     total = summary(rows)
     print("\n" + json.dumps(total))
