@@ -19,12 +19,10 @@ from scipy import stats
 from inertial_id.core.anomaly import (
     ContactInterval,
     T2Monitor,
-    kinematic_noise,
     robust_mean_covariance,
     t2_threshold,
 )
 from inertial_id.core.errors import InertialIdError, SampleError
-from inertial_id.core.regressor import predicted_wrench
 
 P = 6
 
@@ -383,53 +381,3 @@ def test_training_by_time_ends_after_that_time_whatever_the_rate(rate: float,
 def test_a_negative_training_time_is_refused() -> None:
     with pytest.raises(InertialIdError, match="training_time"):
         T2Monitor(training_time=-1.0)
-
-
-def test_known_per_sample_covariances_keep_the_false_alarm_rate() -> None:
-    """Residuals whose covariance swings a hundredfold along a known direction from sample to
-    sample (as the acceleration's noise seen through a payload does with the arm's pose):
-    tested against ``S + K_i`` about ``1 - confidence`` of them exceed the threshold; one
-    learned covariance flags the large ones far more often."""
-    rng = np.random.default_rng(5)
-    n = 30000
-    base = 1e-4 * np.eye(P)
-    mixing = rng.normal(scale=0.05, size=(P, 3))
-    scale = 0.02 + 3.0 * (1.0 + np.sin(2.0 * np.pi * np.arange(n) / 700.0)) / 2.0
-    known = scale[:, None, None] * (mixing @ mixing.T)[None]
-    noise = np.linalg.cholesky(base + known) @ rng.normal(size=(n, P, 1))
-    residuals, t = noise[..., 0], np.arange(n) * 1e-3
-    shares = {}
-    for name, supplied in (("known", known), ("learned", None)):
-        monitor = T2Monitor(confidence=0.999, training_samples=3000)
-        monitor.update(t[:3000], residuals[:3000], None if supplied is None else supplied[:3000])
-        assert monitor.ready
-        t2 = monitor.t2(residuals[3000:], None if supplied is None else supplied[3000:])
-        shares[name] = float(np.mean(t2 > monitor.threshold))
-    assert shares["known"] < 0.004
-    assert shares["learned"] > 3 * shares["known"]
-
-
-def test_a_correlation_time_lengthens_the_training_and_counts_independent_residuals() -> None:
-    """Residuals correlated over 0.1 s: training waits for 40 such spans, and the threshold
-    is that of 40 residuals, not of the 4000 samples."""
-    monitor = T2Monitor(confidence=0.999, training_samples=100, correlation_time=0.1)
-    rng = np.random.default_rng(2)
-    t = np.arange(0.0, 4.2, 1e-3)
-    e = rng.normal(size=(t.size, P))
-    monitor.update(t[t < 3.9], e[t < 3.9])
-    assert not monitor.ready
-    monitor.update(t[t >= 3.9], e[t >= 3.9])
-    assert monitor.ready
-    assert monitor.threshold == pytest.approx(t2_threshold(P, 40, 0.999), rel=0.05)
-
-
-def test_kinematic_noise_is_the_accelerations_noise_through_the_payloads_inertia() -> None:
-    """A rank-one acceleration noise ``d d^T`` gives ``u u^T``, ``u`` the change of the
-    predicted wrench when the acceleration changes by ``d`` (the prediction is linear in it)."""
-    rng = np.random.default_rng(3)
-    pi = np.array([2.0, 0.02, -0.01, 0.3, 0.08, 0.001, -0.002, 0.07, 0.003, 0.01])
-    twist, proper, d = rng.normal(size=(3, 6))
-    u = predicted_wrench(pi, twist, proper + d) - predicted_wrench(pi, twist, proper)
-    (k,) = kinematic_noise(pi, np.outer(d, d).reshape(1, 36))
-    assert k == pytest.approx(np.outer(u, u), abs=1e-9)
-    assert kinematic_noise(pi, np.zeros((4, 36))) is None

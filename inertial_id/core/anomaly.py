@@ -12,14 +12,6 @@ with probability ``1 - alpha`` (the confidence). :class:`T2Monitor` learns ``mu`
 robustly, evaluates ``T^2`` per sample and turns threshold crossings into contact intervals
 with debounce (``on_samples`` consecutive samples above) and hysteresis (the contact ends
 after ``off_samples`` consecutive samples below ``release * threshold``).
-
-A residual whose noise is partly known per sample (the acceleration's noise from the
-encoders, seen through the payload's inertia: it grows and shrinks with the arm's pose) is
-tested against ``S + c K_i``, ``K_i`` the sample's known covariance: ``S`` is then what the
-training residuals' covariance leaves beyond the mean of their ``K_i`` (moment estimate), and
-``S`` and ``c`` are scaled together so that the training residuals' median ``T^2`` is the
-chi-square median (the known part's shape is a model: on the rates bench with 1e-4 rad
-encoders its directions were up to 1.7 times off, and the flagged share 2 % instead of 0.1 %).
 """
 
 from __future__ import annotations
@@ -31,7 +23,6 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from inertial_id.core.errors import InertialIdError, SampleError
-from inertial_id.core.regressor import predicted_wrench
 
 
 def t2_threshold(p: int, n: float, confidence: float) -> float:
@@ -98,51 +89,6 @@ class T2Result:
     threshold: float
 
 
-KNOWN_SHARE_FLOOR = 0.1
-"""The learned covariance keeps at least this share of the training residuals' in every
-direction after their known part is taken out (the known part is a model: it must not leave
-a direction with no noise at all)."""
-
-
-def _known(known: ArrayLike, shape: tuple[int, ...]) -> NDArray[np.float64]:
-    """Known per-sample covariances (N, p, p) for residuals of ``shape`` (N, p), checked."""
-    k = np.asarray(known, dtype=float)
-    if k.shape != (shape[0], shape[1], shape[1]) or not np.all(np.isfinite(k)):
-        raise SampleError(f"known covariances must be finite {(shape[0], shape[1], shape[1])}, "
-                          f"got {k.shape}")
-    return k
-
-
-def _beyond_known(covariance: NDArray[np.float64],
-                  known: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``covariance - known`` (p, p), each direction kept at :data:`KNOWN_SHARE_FLOOR` of
-    ``covariance`` at the least (in the coordinates that whiten ``covariance``)."""
-    if not np.any(known):
-        return covariance
-    root = np.linalg.cholesky(covariance)
-    inverse_root = np.linalg.inv(root)
-    white = np.eye(covariance.shape[0]) - inverse_root @ known @ inverse_root.T
-    values, vectors = np.linalg.eigh(0.5 * (white + white.T))
-    white = (vectors * np.maximum(values, KNOWN_SHARE_FLOOR)) @ vectors.T
-    return root @ white @ root.T
-
-
-def kinematic_noise(pi: ArrayLike, noise: NDArray[np.float64]) -> NDArray[np.float64] | None:
-    """(N, 6, 6) covariances (N^2, N^2 m, N^2 m^2) of the wrench noise that the
-    acceleration's noise ``noise`` ((N, 36): covariances of ``[a_lin + w x v_lin; alpha]``
-    in (m/s^2)^2 and (rad/s^2)^2, row-major, as the online estimator holds them) gives a
-    prediction with the parameters ``pi``: ``M C M^T``, ``M`` the payload's spatial inertia
-    at the sensor origin (the prediction is linear in those accelerations). None when no
-    sample carries any (joints-only filtering, errors in variables off)."""
-    if not np.any(noise):
-        return None
-    inertia = predicted_wrench(pi, np.zeros((6, 6)), np.eye(6)).T  # (6, 6): columns per axis
-    covariance = noise.reshape(-1, 6, 6)
-    return np.einsum("ij,njk,lk->nil", inertia, covariance, inertia)
-
-
-MIN_INDEPENDENT = 40
-"""Independent residuals (spans of the correlation time) a training needs at the least."""
 MIN_TIMED_TRAINING = 50
 """Residuals a training by time needs at the least (a 6-component covariance from fewer is
 too rough for its F threshold to mean much)."""
@@ -158,10 +104,7 @@ class T2Monitor:
     samples beyond the chi-square quantile ``trim_confidence``; None: ``confidence``, the
     detection's own); until then :meth:`update` flags nothing and :attr:`ready` is False.
     Afterwards samples classified as contact-free keep refining ``S`` unless ``adapt`` is
-    False. ``correlation_time`` (s, > 0 for residuals of filtered signals, whose neighbours
-    share noise): the training lasts at least :data:`MIN_INDEPENDENT` such times, and the
-    threshold counts the independent residuals (its span over ``correlation_time``), not the
-    samples. ``components``: 6 for a
+    False. ``components``: 6 for a
     wrench residual, the number of joints for a joint-torque residual.
     """
 
@@ -174,7 +117,6 @@ class T2Monitor:
     adapt: bool = False
     components: int = 6
     trim_confidence: float | None = None
-    correlation_time: float = 0.0
     mean: NDArray[np.float64] | None = None
     covariance: NDArray[np.float64] | None = None
     intervals: list[ContactInterval] = field(default_factory=list)
@@ -192,9 +134,6 @@ class T2Monitor:
         if not self.training_time >= 0.0:
             raise InertialIdError(f"training_time must be >= 0 s, got {self.training_time}")
         self._training: list[NDArray[np.float64]] = []
-        self._training_known: list[NDArray[np.float64]] = []
-        self.known_scale = 1.0
-        """Scale of the samples' known covariances set by the training (module notes)."""
         self._training_start = float("nan")
         self._n = 0
         self._threshold = float("inf")
@@ -267,9 +206,6 @@ class T2Monitor:
         """Forget the learned covariance and any contact state."""
         self.mean = self.covariance = self._inverse = None
         self._training, self._n, self._threshold = [], 0, float("inf")
-        self._training_known: list[NDArray[np.float64]] = []
-        self.known_scale = 1.0
-        """Scale of the samples' known covariances set by the training (module notes)."""
         self._training_start = float("nan")
         self._above = self._below = 0
         self._in_contact = False
@@ -279,73 +215,45 @@ class T2Monitor:
         self._in_contact = False
         self._above = self._below = 0
 
-    def t2(self, residuals: ArrayLike, known: ArrayLike | None = None) -> NDArray[np.float64]:
-        """``T^2`` of residuals (N, p) under the learned covariance, plus each sample's known
-        covariance ``known`` (N, p, p) if given (see the module notes)."""
-        if self._inverse is None or self.mean is None or self.covariance is None:
+    def t2(self, residuals: ArrayLike) -> NDArray[np.float64]:
+        """``T^2`` of residuals (N, p) under the learned covariance."""
+        if self._inverse is None or self.mean is None:
             raise InertialIdError("the T^2 monitor is not trained yet")
         e = np.atleast_2d(np.asarray(residuals, dtype=float))
         if e.ndim != 2 or e.shape[1] != self.mean.size:
             raise SampleError(f"residuals must be (N, {self.mean.size}), got {e.shape}")
         d = e - self.mean
-        if known is None:
-            return np.einsum("ij,ij->i", d @ self._inverse, d)
-        total = self.covariance + self.known_scale * _known(known, e.shape)
-        return np.einsum("ij,ij->i", d, np.linalg.solve(total, d[..., None])[..., 0])
+        return np.einsum("ij,ij->i", d @ self._inverse, d)
 
-    def update(self, times: ArrayLike, residuals: ArrayLike,
-               known: ArrayLike | None = None) -> T2Result:
-        """Process N residuals (N, p) with stamps (N,), and optionally each one's known noise
-        covariance (N, p, p) (module notes); returns T^2 and contact flags."""
+    def update(self, times: ArrayLike, residuals: ArrayLike) -> T2Result:
+        """Process N residuals (N, p) with stamps (N,); returns T^2 and contact flags."""
         t = np.asarray(times, dtype=float)
         e = np.atleast_2d(np.asarray(residuals, dtype=float))
         p = self.components
         if e.shape != (t.size, p) or not (np.all(np.isfinite(e)) and np.all(np.isfinite(t))):
             raise SampleError(f"residuals must be ({t.size}, {p}) and finite, stamps finite")
-        k = None if known is None else _known(known, e.shape)
         if not self.ready:
-            self._train(t, e, k)
+            self._train(t, e)
             return T2Result(np.zeros(t.size), np.zeros(t.size, dtype=bool), self._threshold)
-        t2 = self.t2(e, k)
+        t2 = self.t2(e)
         flags = np.array([self._step(ti, v) for ti, v in zip(t, t2, strict=True)], dtype=bool)
         if self.adapt and np.any(~flags):
             self._refine(e[~flags])
         return T2Result(t2, flags, self._threshold)
 
-    def _train(self, t: NDArray[np.float64], e: NDArray[np.float64],
-               known: NDArray[np.float64] | None) -> None:
+    def _train(self, t: NDArray[np.float64], e: NDArray[np.float64]) -> None:
         if np.isnan(self._training_start) and t.size:
             self._training_start = float(t[0])
         self._training.append(e)
-        if known is not None:
-            self._training_known.append(known)
-        elif self._training_known:  # a batch without: its samples know nothing
-            self._training_known.append(np.zeros((e.shape[0], self.components,
-                                                  self.components)))
         collected = sum(len(x) for x in self._training)
-        span = float(t[-1] - self._training_start) if t.size else 0.0
-        timed = (self.training_time > 0.0 and collected >= MIN_TIMED_TRAINING
-                 and span >= self.training_time)
-        independent = span >= MIN_INDEPENDENT * self.correlation_time
-        if (collected >= self.training_samples or timed) and independent:
+        timed = (self.training_time > 0.0 and collected >= MIN_TIMED_TRAINING and t.size > 0
+                 and t[-1] - self._training_start >= self.training_time)
+        if collected >= self.training_samples or timed:
             data = np.concatenate(self._training)
             trim = self.confidence if self.trim_confidence is None else self.trim_confidence
             mean, cov, inliers = robust_mean_covariance(data, trim)
-            self.known_scale = 1.0
-            if self._training_known and len(self._training_known) == len(self._training):
-                known_all = np.concatenate(self._training_known)
-                cov = _beyond_known(cov, known_all.mean(axis=0))
-                # The known part's shape is a model: its scale, and the learned part's, are
-                # set so that the training residuals' median T^2 is the chi-square median.
-                d = data - mean
-                t2 = np.einsum("ij,ij->i", d,
-                               np.linalg.solve(cov + known_all, d[..., None])[..., 0])
-                self.known_scale = float(np.median(t2) / stats.chi2.ppf(0.5, data.shape[1]))
-                cov = self.known_scale * cov
-            if self.correlation_time > 0.0:
-                inliers = min(inliers, max(MIN_INDEPENDENT, int(span / self.correlation_time)))
             self._set_covariance(mean, cov, inliers)
-            self._training, self._training_known = [], []
+            self._training = []
 
     def _refine(self, e: NDArray[np.float64]) -> None:
         """Fold contact-free residuals into ``mu`` and ``S`` (running update)."""

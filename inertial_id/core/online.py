@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from inertial_id.core.anomaly import ContactInterval, T2Monitor, kinematic_noise
+from inertial_id.core.anomaly import ContactInterval, T2Monitor
 from inertial_id.core.errors import (
     ImplausibleValueError,
     InertialIdError,
@@ -49,10 +49,6 @@ TARE_SAMPLES = 200
 MAX_FILTER_SPAN = 10.0
 """s: a longer past span of the gatherer's filter (its windows are under a second) is no
 filter's."""
-CORRELATION_SHARE = 0.5
-"""The monitor's residuals (filtered wrench against filtered kinematics) stay correlated for
-this share of the filter's past span (a smooth kernel of W samples leaves about W / 2
-correlated ones): the monitor's correlation time (:attr:`T2Monitor.correlation_time`)."""
 SETUP_CHECK_EVERY = 250
 """Samples between two set-up checks (:class:`SetupCheck`; a quarter second at 1 kHz)."""
 
@@ -239,8 +235,7 @@ class OnlineEstimator:
         c = self.config
         return T2Monitor(confidence=c.confidence, training_samples=c.training_samples,
                          training_time=c.training_time, on_samples=c.on_samples,
-                         off_samples=c.off_samples, release=c.release,
-                         correlation_time=CORRELATION_SHARE * getattr(self, "filter_span", 0.0))
+                         off_samples=c.off_samples, release=c.release)
 
     @property
     def verdicts(self) -> Verdicts:
@@ -287,13 +282,8 @@ class OnlineEstimator:
         :data:`~inertial_id.core.synchronizer.MAX_ABS_VALUE` :class:`ImplausibleValueError`
         (nothing of it is kept).
 
-        ``wrench`` (filtered like the kinematics) enters the estimate, and the contact monitor
-        tests it too, against the prediction from those kinematics (signals filtered alike, so
-        the filter's gain leaves no residual that follows the motion), under the learned
-        covariance plus each sample's known part: the acceleration noise seen through the
-        payload's inertia (:func:`~inertial_id.core.anomaly.kinematic_noise`). ``wrench_raw``
-        (unfiltered; defaults to ``wrench``) gives the published residual, the external
-        wrench. Stamps pass the
+        ``wrench`` (filtered like the kinematics) enters the estimate; the contact monitor
+        tests ``wrench_raw`` (unfiltered, white noise; defaults to ``wrench``). Stamps pass the
         :class:`~inertial_id.core.timepolicy.StampPolicy` first: samples it rejects are
         dropped and counted, and when the stream follows a jump (a bag played again) the
         held samples enter the estimate and the contact state restarts. The result covers
@@ -322,8 +312,6 @@ class OnlineEstimator:
             raise ImplausibleValueError(f"batch contains values beyond {MAX_ABS_VALUE:g}")
         if filter_span is not None:  # the batch is accepted: its filter's span holds
             self.filter_span = float(filter_span)
-            if not self.monitor.ready:
-                self.monitor.correlation_time = CORRELATION_SHARE * self.filter_span
         self.received += t.size
         keep, jump_at = self.policy.filter(t)
         rows = np.hstack((v, a, w, noise))
@@ -365,8 +353,7 @@ class OnlineEstimator:
             prediction = self.predict(v, a)
             residual = raw - prediction
             if self.config.monitor and (self.monitor.ready or self.converged and self.from_data):
-                known = kinematic_noise(self.estimate.pi, rows[:, 18:SAMPLE_COLUMNS])
-                t2, contact = self._monitor(t, w - prediction, known, events)
+                t2, contact = self._monitor(t, residual, events)
         if self.estimate is not None:
             self._recent_residuals.append(residual)
         keep = ~contact & (t > self._exclude_until)
@@ -389,11 +376,10 @@ class OnlineEstimator:
         return StepResult(t, residual, t2, contact, self.monitor.threshold, events)
 
     def _monitor(self, t: NDArray[np.float64], residual: NDArray[np.float64],
-                 known: NDArray[np.float64] | None, events: list[str]
-                 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+                 events: list[str]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
         was_ready, was_in_contact = self.monitor.ready, self.monitor.in_contact
         n_intervals = len(self.monitor.intervals)
-        result = self.monitor.update(t, residual, known)
+        result = self.monitor.update(t, residual)
         if self.monitor.ready and not was_ready:
             events.append("monitor_trained")
         if self.monitor.in_contact and not was_in_contact:
@@ -468,9 +454,8 @@ class OnlineEstimator:
             return
         predicted = predicted_wrench(body.pi, rows[:, :6], rows[:, 6:12], self.estimate.offset,
                                      self.identifier.sign)
-        known = kinematic_noise(body.pi, rows[:, 18:SAMPLE_COLUMNS])
-        outliers = np.mean(self.monitor.t2(rows[:, 12:18] - predicted, known)
-                           > self.monitor.threshold)
+        raw = rows[:, SAMPLE_COLUMNS:]
+        outliers = np.mean(self.monitor.t2(raw - predicted) > self.monitor.threshold)
         if outliers >= CHANGE_OUTLIERS:
             return
         self.payload_changes.append(float(stamps[0]))
