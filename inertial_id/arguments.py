@@ -1,6 +1,6 @@
 """Command-line conventions the ``inertial-id`` subcommands share: ``NAME=VALUE`` pairs, an
-option's former name accepted silently, and the recording a command reads (the positional
-``BAG``, with ``--bag`` as its former spelling).
+option's former name accepted silently, the recording a command reads (the positional
+``BAG``, with ``--bag`` as its former spelling), and where Dask work runs.
 """
 
 from __future__ import annotations
@@ -49,3 +49,13 @@ def required_bag(args: argparse.Namespace) -> Path:
     if bag is None:
         raise SampleError("give the BAG to read")
     return bag
+
+
+def add_engine(parser: argparse.ArgumentParser) -> None:
+    """Where ``batch`` and ``tune`` run their replays: ``--workers`` processes of a local Dask
+    cluster or an existing cluster's ``--scheduler`` (one or the other)."""
+    engine = parser.add_mutually_exclusive_group()
+    engine.add_argument("--workers", type=int, metavar="N",
+                        help="processes of the local Dask cluster (default: the CPU count)")
+    engine.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                        help="the scheduler of an existing Dask cluster")

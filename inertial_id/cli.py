@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inertial_id import __version__
+from inertial_id.arguments import add_engine
 from inertial_id.core.regressor import WRENCH_SIGNS
 from inertial_id.export_tool import add_export_parser, run_export
 from inertial_id.links_tool import (
@@ -136,11 +137,7 @@ def _add_batch(sub: argparse._SubParsersAction) -> None:
     batch.add_argument("--manifest", type=Path, metavar="MANIFEST.yaml",
                        help="'robots: {BAG or PATTERN: ROBOT}' (default robot: the name of "
                             "the directory holding the bag)")
-    engine = batch.add_mutually_exclusive_group()
-    engine.add_argument("--workers", type=int, metavar="N",
-                        help="processes of the local Dask cluster (default: the CPU count)")
-    engine.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                        help="the scheduler of an existing Dask cluster")
+    add_engine(batch)
     batch.add_argument("--retry-failed", action="store_true",
                        help="replay again the bags whose rows hold an error")
     batch.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inertial_id.arguments import add_engine
 from inertial_id.core.errors import InertialIdError
 from inertial_id.tuning import (
     BagOutcome,
@@ -383,11 +384,7 @@ def add_tune_parser(sub: argparse._SubParsersAction) -> None:
                       help="the tuned parameter file")
     tune.add_argument("--params", type=Path, metavar="YAML",
                       help="the parameter file to start from (its values are the defaults)")
-    engine = tune.add_mutually_exclusive_group()
-    engine.add_argument("--workers", type=int, metavar="N",
-                        help="processes of the local Dask cluster (default: the CPU count)")
-    engine.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                        help="the scheduler of an existing Dask cluster")
+    add_engine(tune)
     tune.add_argument("--seed", type=int, default=0,
                       help="seed of the split and the sampler (default 0)")
     tune.add_argument("--holdout", type=float, default=0.5, metavar="SHARE",
