@@ -65,7 +65,7 @@ _at_once: list[bool] = []  # inside ending_at_once()
 def _report() -> None:
     """The stop did not end in :data:`STOP_REPORT_AFTER` s: say where every thread is."""
     sys.stderr.write(f"inertial_id: still stopping {STOP_REPORT_AFTER:g} s after the request "
-                     "; where each thread is:\n")
+                     "(where each thread is, below)\n")
     sys.stderr.flush()
     faulthandler.dump_traceback(all_threads=True)
 
