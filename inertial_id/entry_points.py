@@ -3,7 +3,7 @@
 
 Each installs the stop handlers (:mod:`inertial_id.nodes.stopping`) before it imports rclpy,
 pinocchio and cvxpy, so a stop while they load is a clean stop too. ``--help`` (``-h``) on a
-node executable prints the node's parameters from the table (:mod:`inertial_id.settings`)
+node executable prints the node's parameters from the table (:mod:`inertial_id.param_table`)
 and exits 0 without starting the node.
 """
 
@@ -27,7 +27,8 @@ HELP_FLAGS = ("-h", "--help")
 
 def node_help(node: str) -> str:
     """The help text of the ``node`` executable: how to start it and its parameters."""
-    from inertial_id.settings import NODE_PARAMS, parameter_help
+    from inertial_id.param_spec import parameter_help
+    from inertial_id.param_table import NODE_PARAMS
 
     managed = "" if node in UNMANAGED else " [--managed]"
     about = (f"The inertial_id {node} node. Its parameters come from -p or a parameter file's "

@@ -1,12 +1,13 @@
 """Offline replay of a bag through the same core objects as the nodes.
 
 ``inertial-id replay BAG`` reads joint states and wrenches with :mod:`inertial_id.bags`,
-builds the gatherer, kinematics and solver objects from the nodes' parameter file
-(:mod:`inertial_id.settings`) and runs them as a :class:`~inertial_id.core.pipeline.
-PayloadPipeline`, solving every ``1 / publish_rate`` seconds of bag time like the solver node
-under simulated time, but at most :data:`SOLVE_RATE_CAP` times per bag second (the node solves
-after every batch; the final estimate, solved from all the data, does not depend on it). The
-result is written as the YAML contract of DESIGN.md.
+builds the gatherer, kinematics and solver objects from the nodes' parameter file (the
+tables of :mod:`inertial_id.param_table`, read by :mod:`inertial_id.settings`) and runs them
+as a :class:`~inertial_id.core.pipeline.PayloadPipeline`, solving every ``1 / publish_rate``
+seconds of bag time like the solver node under simulated time, but at most
+:data:`SOLVE_RATE_CAP` times per bag second (the node solves after every batch; the final
+estimate, solved from all the data, does not depend on it). The result is written as the YAML
+contract of DESIGN.md.
 """
 
 from __future__ import annotations

@@ -83,9 +83,9 @@ def suggest(trial: Any) -> dict[str, dict[str, Any]]:
 def searched_defaults(effective: Mapping[str, Mapping[str, Any]]
                       ) -> dict[str, dict[str, Any]]:
     """The searched parameters' values the nodes would take from the table
-    (:mod:`inertial_id.settings`), for those that ``effective`` (``{node: {name: value}}``
+    (:mod:`inertial_id.param_table`), for those that ``effective`` (``{node: {name: value}}``
     of the base file) does not set: the defaults are then written out in full."""
-    from inertial_id.settings import NODE_PARAMS
+    from inertial_id.param_table import NODE_PARAMS
 
     out: dict[str, dict[str, Any]] = {}
     for node, names in SEARCHED.items():

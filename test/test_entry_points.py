@@ -15,8 +15,9 @@ from inertial_id import __version__
 from inertial_id.arguments import given_bag
 from inertial_id.cli import build_parser
 from inertial_id.core.errors import InertialIdError
+from inertial_id.param_table import NODE_PARAMS
 from inertial_id.replay import load_params
-from inertial_id.settings import NODE_PARAMS, online_config
+from inertial_id.settings import online_config
 
 BIN = Path(sys.executable).parent
 

@@ -26,7 +26,7 @@ from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.simulator import Simulator
 from inertial_id.nodes.solver import Solver
-from inertial_id.settings import NODE_PARAMS
+from inertial_id.param_table import NODE_PARAMS
 
 URDF = bundled_urdf_path()
 CLASSES = {"gatherer": Gatherer, "kinematics": Kinematics, "solver": Solver,

@@ -13,8 +13,9 @@ import yaml
 
 from inertial_id.cli import main
 from inertial_id.core.errors import InertialIdError
+from inertial_id.param_spec import check_known
+from inertial_id.param_table import NODE_PARAMS
 from inertial_id.replay import ReplayOptions, load_params, replay
-from inertial_id.settings import NODE_PARAMS, check_known
 from inertial_id.tune import SEARCHED, TuneOptions, TuneResult, run_tune, with_values
 from inertial_id.tuning import (
     BagOutcome,

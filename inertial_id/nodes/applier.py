@@ -70,7 +70,8 @@ from inertial_id.nodes.requests import (
     service_type,
 )
 from inertial_id.nodes.runner import run
-from inertial_id.settings import APPLIER_PARAMS, gate_settings, wrench_compensated
+from inertial_id.param_table import APPLIER_PARAMS
+from inertial_id.settings import gate_settings, wrench_compensated
 
 CHECK_PERIOD = 0.25
 """s between two checks of a pending request's time-out."""

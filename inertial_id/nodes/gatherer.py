@@ -48,7 +48,8 @@ from inertial_id.nodes.conversions import (
     wrench_from_bytes,
 )
 from inertial_id.nodes.runner import run
-from inertial_id.settings import GATHERER_PARAMS, gatherer_kinematics, gatherer_settings
+from inertial_id.param_table import GATHERER_PARAMS
+from inertial_id.settings import gatherer_kinematics, gatherer_settings
 
 COALESCE = 0.0005
 """s a batch waits after the message that armed it, so that messages sent together (a robot

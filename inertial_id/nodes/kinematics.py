@@ -33,7 +33,8 @@ from inertial_id.nodes.common import (
 )
 from inertial_id.nodes.conversions import UndecodableError, joint_samples_from_bytes
 from inertial_id.nodes.runner import run
-from inertial_id.settings import KINEMATICS_PARAMS, kinematics_settings
+from inertial_id.param_table import KINEMATICS_PARAMS
+from inertial_id.settings import kinematics_settings
 
 
 class Kinematics(PipelineNode):

@@ -38,7 +38,7 @@ from inertial_id.nodes.common import check, declare_all, latched_qos, sensor_qos
 from inertial_id.nodes.conversions import body_to_msg
 from inertial_id.nodes.runner import run
 from inertial_id.nodes.ur_driver import UrDriverStandIn
-from inertial_id.settings import SIMULATOR_PARAMS
+from inertial_id.param_table import SIMULATOR_PARAMS
 
 
 class Simulator(Node):

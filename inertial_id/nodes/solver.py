@@ -73,8 +73,8 @@ from inertial_id.nodes.conversions import (
 from inertial_id.nodes.links import LinksMode
 from inertial_id.nodes.runner import run
 from inertial_id.nodes.torque_payload import TorquePayloadMode
+from inertial_id.param_table import SOLVER_PARAMS
 from inertial_id.settings import (
-    SOLVER_PARAMS,
     initial_payload,
     online_config,
     online_estimator,
