@@ -51,6 +51,7 @@ from inertial_id.core.estimators import (  # noqa: E402
     Estimate,
     least_squares,
 )
+from inertial_id.core.gathering import OtherFrameError  # noqa: E402
 from inertial_id.core.kinematics import SensorKinematics, load_urdf_model  # noqa: E402
 from inertial_id.core.parameters import skew, vector_from_symmetric  # noqa: E402
 from inertial_id.core.payload import PayloadConfig, PayloadIdentifier  # noqa: E402
@@ -126,7 +127,10 @@ def read_bag(bag: Path, params: dict[str, dict[str, Any]]) -> tuple[RawStreams, 
                 jt.append(message.stamp)
                 jq.append(gathering.mapper.select(message.names, message.position))
             else:
-                gathering.add_wrench(message.stamp, message.wrench)
+                try:  # a stray wrench in another frame is dropped, as by the node and replay
+                    gathering.add(message)
+                except OtherFrameError:
+                    continue
                 wt.append(message.stamp)
                 ww.append(message.wrench)
     batch = gathering.pop_ready()

@@ -34,7 +34,7 @@ from std_msgs.msg import Header, String
 
 from inertial_id.cdr import CdrEncoder
 from inertial_id.core.errors import InertialIdError, SolverError
-from inertial_id.core.gathering import GathererSettings, Gathering
+from inertial_id.core.gathering import FrameFollower, GathererSettings, Gathering
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.payload import PayloadConfig
@@ -59,7 +59,7 @@ from inertial_id.nodes.common import (
     to_stamp,
 )
 from inertial_id.nodes.conversions import array_to_wrench
-from inertial_id.nodes.gatherer import FrameFollower, Gatherer
+from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.solver import Solver
 
@@ -1057,6 +1057,28 @@ def test_conflicting_duplicate_joints_are_rejected_and_counted(data: Recording) 
         conflicting = sum(1 for k, t in enumerate(data.joint_t) if t < 2.0 and k % 10 == 0)
         assert dropped(g, "joint_state_duplicate_joints") == conflicting
         assert published(g) > 0  # the agreeing duplicates are fine
+
+
+def test_stray_frame_wrenches_are_dropped_and_counted_on_diagnostics(data: Recording) -> None:
+    """The node's adapter to the core's frame check: each stray is ``wrench_other_frame``."""
+    strays = 0
+    with harness(nodes=("gatherer",)) as h:
+        for n, (kind, k) in enumerate(data.events(0.0, 2.0)):
+            if kind == "joint":
+                h.joint_state(START + data.joint_t[k], data.joint_names, data.position[k])
+            else:
+                stray = k % 50 == 25
+                strays += stray
+                h.wrench(START + data.wrench_t[k], data.wrench[k],
+                         frame="tool0" if stray else FRAME)
+            if n % 20 == 0:
+                h.drain()
+        h.drain()
+        h.spin(0.5)
+        g = h.fresh_diagnostics()["gatherer"]
+        assert dropped(g, "wrench_other_frame") == strays > 0
+        assert int(g.values["wrenches_unaccounted"]) == 0
+        assert published(g) > 0
 
 
 def test_wrenches_in_another_frame_are_an_error_not_an_estimate(data: Recording) -> None:

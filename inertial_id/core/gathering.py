@@ -3,7 +3,9 @@
 :class:`Gathering` maps each joint state's names onto the URDF's moving joints (extra and
 reordered joints are fine; locked joints are left out) and feeds a
 :class:`~inertial_id.core.synchronizer.FixedLagSynchronizer` with it and the wrenches, one
-message at a time (the gatherer node) or a block of messages at a time (replay).
+message at a time (the gatherer node) or a block of messages at a time (replay). Both paths
+drop a stray wrench whose header ``frame_id`` is not the stream's (:class:`FrameFollower`,
+counted as ``wrench_other_frame``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ corrected (:meth:`Gathering._estimate_delays`)."""
 MESSAGE_DROPS = (*STAMP_DROPS, "joint_state_spike")
 """The synchronizer's counters of messages it dropped: :data:`STAMP_DROPS` and joint states
 farther from the last than the joints can move (spikes)."""
+OTHER_FRAME = "wrench_other_frame"
+"""The counter key of a wrench dropped for its frame (:class:`FrameFollower`)."""
+FRAME_SWITCH_AFTER = 200
+"""Wrenches in a row in a new frame after which the stream follows it (the driver changed
+its frame_id)."""
 
 
 class JointStateSample(NamedTuple):
@@ -99,9 +106,39 @@ class GathererSettings:
                                   f"{self.polyorder}")
 
 
+class OtherFrameError(SampleError):
+    """A wrench whose header frame_id is not the wrench stream's (:class:`FrameFollower`)."""
+
+
+class FrameFollower:
+    """The frame of the wrench stream: the first wrench's; a wrench in another frame is
+    dropped (one batch carries one frame_id, so one stray wrench must not relabel the good
+    ones around it), unless ``switch_after`` wrenches in a row carry the new frame (the driver
+    changed it): then the stream follows."""
+
+    def __init__(self, switch_after: int = FRAME_SWITCH_AFTER) -> None:
+        self.frame = ""
+        self.switch_after = switch_after
+        self._candidate, self._count = "", 0
+
+    def accept(self, frame: str) -> bool:
+        """Whether a wrench in ``frame`` belongs to the stream."""
+        if frame == self.frame or not self.frame:
+            self.frame, self._count = frame, 0
+            return True
+        self._count = self._count + 1 if frame == self._candidate else 1
+        self._candidate = frame
+        if self._count >= self.switch_after:
+            self.frame, self._count = frame, 0
+            return True
+        return False
+
+
 def drop_key(message: JointStateSample | WrenchSample, exc: SampleError) -> str:
-    """The counter key of a message rejected for its values: ``<kind>_duplicate_joints`` or
-    ``<kind>_invalid`` with kind ``joint_state`` or ``wrench``."""
+    """The counter key of a message rejected for its values or frame: ``<kind>_duplicate_joints``,
+    :data:`OTHER_FRAME` or ``<kind>_invalid`` with kind ``joint_state`` or ``wrench``."""
+    if isinstance(exc, OtherFrameError):
+        return OTHER_FRAME
     kind = "joint_state" if isinstance(message, JointStateSample) else "wrench"
     return f"{kind}_{'duplicate_joints' if isinstance(exc, DuplicateJointError) else 'invalid'}"
 
@@ -109,12 +146,14 @@ def drop_key(message: JointStateSample | WrenchSample, exc: SampleError) -> str:
 class Gathering:
     """Joint states and wrenches in, synchronised filtered samples out (model joint order).
 
-    ``last_error`` keeps the latest message of each drop reason of :meth:`add_messages`.
+    ``last_error`` keeps the latest message of each drop reason of :meth:`add_messages`;
+    ``frames`` follows the wrench stream's frame (:attr:`wrench_frame`).
     """
 
     def __init__(self, urdf: str, settings: GathererSettings | None = None,
                  kinematics: SensorKinematics | None = None) -> None:
         self.last_error: dict[str, str] = {}
+        self.frames = FrameFollower()
         self.settings = settings or GathererSettings()
         locked = set(self.settings.locked_joint_names)
         model = load_urdf_model(urdf)
@@ -238,6 +277,11 @@ class Gathering:
                               batch.wrench, choice.window_time)
 
     @property
+    def wrench_frame(self) -> str:
+        """The wrench stream's frame (header frame_id; ``""`` before the first wrench)."""
+        return self.frames.frame
+
+    @property
     def wrenches_held(self) -> int:
         """Wrenches buffered and not yet synchronised (nor dropped), the ones held while the
         filter is chosen included."""
@@ -246,18 +290,21 @@ class Gathering:
     def add_messages(self, messages: Sequence[JointStateSample | WrenchSample]) -> Counter[str]:
         """Joint states and wrenches in arrival order; the count of those dropped, by reason.
 
-        A clean block (one joint name list, valid values, increasing stamps) goes into the
-        synchronizer at once; any other block one message at a time, which gives the same
-        result as the node's per-message path, drops and resets included.
+        Wrenches in another frame than the stream's are dropped first (:data:`OTHER_FRAME`,
+        as :meth:`add` does). A clean block (one joint name list, valid values, increasing
+        stamps) goes into the synchronizer at once; any other block one message at a time,
+        which gives the same result as the node's per-message path, drops and resets
+        included.
         """
-        if self._extend(messages):
-            return Counter()
+        dropped: Counter[str] = Counter()
+        kept = self._follow_frames(messages, dropped)
+        if self._extend(kept):
+            return dropped
         counters = self.synchronizer.counters
         before = {key: counters[key] for key in MESSAGE_DROPS}
-        dropped: Counter[str] = Counter()
-        for message in messages:
+        for message in kept:
             try:
-                self.add(message)
+                self._add(message)
             except SampleError as exc:
                 key = drop_key(message, exc)
                 dropped[key] += 1
@@ -267,9 +314,33 @@ class Gathering:
                 dropped[key] += counters[key] - before[key]
         return dropped
 
+    def _follow_frames(self, messages: Sequence[JointStateSample | WrenchSample],
+                       dropped: Counter[str]) -> Sequence[JointStateSample | WrenchSample]:
+        """``messages`` without the wrenches in another frame than the stream's, which are
+        counted in ``dropped`` (:data:`OTHER_FRAME`)."""
+        kept: list[JointStateSample | WrenchSample] = []
+        accept = self.frames.accept
+        for message in messages:
+            if isinstance(message, WrenchSample) and not accept(message.frame_id):
+                dropped[OTHER_FRAME] += 1
+                self.last_error[OTHER_FRAME] = self._frame_error(message.frame_id)
+                continue
+            kept.append(message)
+        return messages if len(kept) == len(messages) else kept
+
+    def _frame_error(self, frame: str) -> str:
+        return f"frame {frame!r} is not the wrench stream's {self.frames.frame!r}"
+
     def add(self, message: JointStateSample | WrenchSample) -> bool:
         """One message (:meth:`add_joint_state` or :meth:`add_wrench`); False when its stamp
-        was dropped."""
+        was dropped. A wrench in another frame than the stream's raises
+        :class:`OtherFrameError` (:data:`OTHER_FRAME`)."""
+        if isinstance(message, WrenchSample) and not self.frames.accept(message.frame_id):
+            raise OtherFrameError(self._frame_error(message.frame_id))
+        return self._add(message)
+
+    def _add(self, message: JointStateSample | WrenchSample) -> bool:
+        """:meth:`add` without the frame check."""
         if isinstance(message, JointStateSample):
             return self.add_joint_state(message.stamp, message.names, message.position,
                                         message.velocity)

@@ -27,7 +27,7 @@ from sensor_msgs.msg import JointState
 
 from inertial_id.cdr import CdrDecoder, CdrEncoder
 from inertial_id.core.errors import DuplicateJointError, InertialIdError
-from inertial_id.core.gathering import Gathering
+from inertial_id.core.gathering import OTHER_FRAME, Gathering, OtherFrameError
 from inertial_id.core.timepolicy import RESETS
 from inertial_id.msg import JointSamples
 from inertial_id.nodes.common import (
@@ -71,7 +71,6 @@ class Gatherer(PipelineNode):
         self.values = values
         self.settings = gatherer_settings(values)
         self.gathering: Gathering | None = None
-        self.frames = FrameFollower()
         self.joint_input, self.wrench_input = Silence(), Silence()
         self.rejected: Counter[str] = Counter()
         self.drop_watch = DropWatch()
@@ -188,7 +187,8 @@ class Gatherer(PipelineNode):
 
     def _take(self, kind: str, raw: bytes) -> None:
         """Decode and buffer one ``joint_state`` or ``wrench``; whatever is wrong with it is
-        counted (``<kind>_<reason>``) and logged, and the node goes on."""
+        counted (``<kind>_<reason>``; a wrench in another frame than the stream's:
+        ``wrench_other_frame``, see :meth:`Gathering.add`) and logged, and the node goes on."""
         if self.gathering is None:
             self.rejected[f"{kind}_before_urdf"] += 1
             return
@@ -196,23 +196,22 @@ class Gatherer(PipelineNode):
         try:
             if kind == "wrench":
                 msg = wrench_from_bytes(raw, self.decoder)
-                if not self.frames.accept(msg.frame_id):
-                    self._reject(kind, "other_frame", InertialIdError(
-                        f"frame {msg.frame_id!r} is not the stream's {self.frames.frame!r}"))
-                    return
-                self.diagnostics.hardware_id = self.frames.frame
             else:
                 msg = joint_state_from_bytes(raw, self.decoder)
             self.gathering.add(msg)
         except UndecodableError as exc:
-            self._reject(kind, "undecodable", exc)
+            self._reject(kind, f"{kind}_undecodable", exc)
+        except OtherFrameError as exc:
+            self._reject(kind, OTHER_FRAME, exc)
         except DuplicateJointError as exc:
-            self._reject(kind, "duplicate_joints", exc)
+            self._reject(kind, f"{kind}_duplicate_joints", exc)
         except InertialIdError as exc:
-            self._reject(kind, "invalid", exc)
+            self._reject(kind, f"{kind}_invalid", exc)
+        if kind == "wrench" and self.gathering.wrench_frame:
+            self.diagnostics.hardware_id = self.gathering.wrench_frame
 
-    def _reject(self, kind: str, reason: str, exc: Exception) -> None:
-        self.rejected[f"{kind}_{reason}"] += 1
+    def _reject(self, kind: str, key: str, exc: Exception) -> None:
+        self.rejected[key] += 1
         self.get_logger().warning(f"{kind} dropped: {exc}", throttle_duration_sec=2.0)
 
     def publish_ready(self) -> None:
@@ -231,33 +230,9 @@ class Gatherer(PipelineNode):
         if len(batch):
             assert self.gathering.choice is not None  # samples come once it is chosen
             self.publisher.publish(self.encoder.joint_samples(
-                batch, self.gathering.joint_names, self.frames.frame, self.published,
+                batch, self.gathering.joint_names, self.gathering.wrench_frame, self.published,
                 self.gathering.choice.past_span))
         self.published += len(batch)
-
-
-class FrameFollower:
-    """The frame of the wrench stream: the first wrench's; a wrench in another frame is
-    dropped (one batch carries one frame_id, so one stray wrench must not relabel the good
-    ones around it), unless ``switch_after`` wrenches in a row carry the new frame (the driver
-    changed it): then the stream follows."""
-
-    def __init__(self, switch_after: int = 200) -> None:
-        self.frame = ""
-        self.switch_after = switch_after
-        self._candidate, self._count = "", 0
-
-    def accept(self, frame: str) -> bool:
-        """Whether a wrench in ``frame`` belongs to the stream."""
-        if not self.frame or frame == self.frame:
-            self.frame, self._count = frame, 0
-            return True
-        self._count = self._count + 1 if frame == self._candidate else 1
-        self._candidate = frame
-        if self._count >= self.switch_after:
-            self.frame, self._count = frame, 0
-            return True
-        return False
 
 
 WRENCH_SAMPLE_DROPS = ("joint_state_gap",)
