@@ -86,13 +86,17 @@ COLUMNS: dict[str, str] = {
     "filter_lag": "int",
     "wrench_delay": "float",
     "wrench_delay_estimate": "str",
+    "joints": "strs", "friction_names": "strs", "friction": "floats",
+    "friction_std": "floats", "residual_rms": "floats",
 }
 """The table's columns. ``start_s``/``end_s`` are seconds since the bag's first message,
 ``*_stamp`` the same as stamps (s). The last segment carries the replay's final estimate
 (DESIGN.md's contract, in its output frame) with its verdicts; an earlier segment (before a
 payload change) carries the last estimate solved in it, in the sensor frame, with ``pi`` and
 ``std`` only: its covariance and verdicts are not kept by the replay (null). ``ledger``,
-``filter`` and ``wrench_delay_estimate`` are the replay YAML's sections as JSON."""
+``filter`` and ``wrench_delay_estimate`` are the replay YAML's sections as JSON. Joint-torque
+columns (``joints``, ``friction_names`` ``joint.term``, ``friction``/``friction_std`` in effort
+units, ``residual_rms`` per joint: :func:`~inertial_id.core.trends.friction_columns`): null."""
 SORT_KEY = ("robot", "bag", "segment")
 
 
@@ -334,12 +338,14 @@ def read_table(path: Path) -> list[dict[str, Any]]:
 
             table = pq.read_table(path)
             if table.schema.names != list(COLUMNS):
-                raise InertialIdError(f"{path}: not a batch table (its columns differ)")
+                raise InertialIdError(f"{path}: not a batch table (its columns differ: "
+                                      f"{sorted(set(COLUMNS) ^ set(table.schema.names))})")
             return table.to_pylist()
         with path.open(newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
             if reader.fieldnames != list(COLUMNS):
-                raise InertialIdError(f"{path}: not a batch table (its columns differ)")
+                raise InertialIdError(f"{path}: not a batch table (its columns differ: "
+                                      f"{sorted(set(COLUMNS) ^ set(reader.fieldnames or []))})")
             return [{k: _from_csv(v, COLUMNS[k]) for k, v in r.items()} for r in reader]
     except InertialIdError:
         raise

@@ -24,6 +24,7 @@ from inertial_id.torque_tool import (
     run_check_links,
     run_identify_payload,
 )
+from inertial_id.trends import add_trends_parser, run_trends_command
 from inertial_id.tune import add_tune_parser, run_tune_command
 
 DESCRIPTION = """\
@@ -229,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_replay(sub)
     _add_batch(sub)
     add_tune_parser(sub)
+    add_trends_parser(sub)
     _add_simulate(sub)
     _add_play(sub)
     add_identify_links_parser(sub)
@@ -355,7 +357,7 @@ def _play(args: argparse.Namespace) -> int:
 COMMANDS = {"demo": _demo, "replay": _replay, "batch": _batch, "simulate": _simulate,
             "play": _play, "identify-links": run_identify_links, "excite": run_excite,
             "check-links": run_check_links, "identify-payload": run_identify_payload,
-            "export": run_export, "tune": run_tune_command}
+            "export": run_export, "tune": run_tune_command, "trends": run_trends_command}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

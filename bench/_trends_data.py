@@ -1,0 +1,205 @@
+"""Simulated joint-torque recordings spread over months, for `inertial-id trends`' friction
+drift test (bench/trends.py and test/test_trends.py).
+
+One motor-current arm (:class:`inertial_id.core.current_arm.MotorCurrentArm`, the bundled
+URDF, seed 4) runs the same exciting program in every recording, one recording every
+``spacing_days`` (± ``jitter_days``). On top of the arm's own friction ``f`` (Coulomb and
+viscous, N m) each recording has
+
+- **warm-up**: friction ``(1 + warmup exp(-t / warmup_time)) f``, ``t`` s since the
+  recording's start (a cold drive; time compressed: minutes of a real drive are seconds here);
+- **load**: the Coulomb level times ``1 + load m``, ``m`` the tool's mass (kg); the first half
+  of the recordings hold a 2.5 kg tool, the second half a 0.5 kg one;
+- **drift** (wear), only when asked: joint ``drift_joint``'s Coulomb level times
+  ``1 + drift months``, months since the first recording;
+- **longer recordings later**: recording ``k`` lasts ``phases`` windows of ``PHASE`` s at the
+  end of the series and one at its start, so a friction estimate over a whole recording falls
+  over the months (more of it warm) and a lighter tool arrives halfway: both confound a naive
+  comparison.
+
+Each recording's links are identified on each window (phase) of ``PHASE`` s after its start by
+:func:`inertial_id.core.trends.friction_by_phase` (``identify_links``, the identify-links
+workflow; velocities and accelerations by ``joint_data``'s Savitzky-Golay filter, as
+identify-links does), giving batch-table rows (``inertial_id.batch.COLUMNS``). The row's mass
+is the simulated tool's (a payload identification would give it within a fraction of a %).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from inertial_id.core.current_arm import MotorCurrentArm, trajectory
+from inertial_id.core.friction import FrictionModel
+from inertial_id.core.link_model import LinkModel, structural_base_parameters
+from inertial_id.core.link_selection import LinkOptions
+from inertial_id.core.parameters import BodyParameters
+from inertial_id.core.simulation import bundled_urdf_path
+from inertial_id.core.trends import (
+    MONTH,
+    TrendOptions,
+    drift_tests,
+    friction_by_phase,
+    friction_points,
+)
+from inertial_id.joint_records import JointTable, joint_data
+
+ARM_SEED = 4
+PHASE = 10.0
+"""s: the length of one identification window (phase)."""
+FIRST = 1_767_225_600.0
+"""Stamp of the first recording (2026-01-01 UTC)."""
+
+
+@dataclass(frozen=True)
+class Series:
+    """One robot's recordings (module docstring). ``drift``: fraction of the first Coulomb
+    level per month; ``warmup``: extra friction share at a recording's start; ``load``:
+    extra Coulomb share per kg."""
+
+    recordings: int = 12
+    spacing_days: float = 30.0
+    jitter_days: float = 6.0
+    drift: float = 0.0
+    drift_joint: int = 2
+    warmup: float = 0.3
+    warmup_time: float = 8.0
+    load: float = 0.03
+    phases: int = 3
+    tools: tuple[float, float] = (2.5, 0.5)
+    seed: int = 0
+
+
+def schedule(series: Series) -> list[dict[str, Any]]:
+    """Per recording: ``stamp`` (s), ``months`` since the first, ``phases`` recorded,
+    ``mass`` of the tool (kg) and the noise ``seed``."""
+    rng = np.random.default_rng([series.seed, 11])
+    out = []
+    for k in range(series.recordings):
+        day = k * series.spacing_days + (rng.uniform(-1, 1) * series.jitter_days if k else 0.0)
+        stamp = FIRST + day * 86400.0
+        phases = 1 + (k * series.phases) // series.recordings
+        mass = series.tools[0] if k < series.recordings // 2 else series.tools[1]
+        out.append({"stamp": stamp, "months": (stamp - FIRST) / MONTH, "phases": phases,
+                    "mass": mass, "seed": 1000 * series.seed + k})
+    return out
+
+
+def tool(mass: float) -> BodyParameters:
+    """A tool of ``mass`` kg, its CoM 8 cm out along the flange axis."""
+    return BodyParameters.from_mass_com_inertia(mass, [0.0, 0.01, 0.08],
+                                                np.diag([2e-3, 2e-3, 1e-3]) * mass)
+
+
+def record(arm: MotorCurrentArm, series: Series, entry: dict[str, Any]
+           ) -> dict[str, NDArray[np.float64]]:
+    """One recording (``MotorCurrentArm.record`` plus the warm-up's extra friction)."""
+    coulomb = arm.coulomb * (1 + series.load * entry["mass"])
+    coulomb[series.drift_joint] *= 1 + series.drift * entry["months"]
+    worn = replace(arm, coulomb=coulomb)
+    program = trajectory(arm.home, seed=5)
+    rec = worn.record(program, entry["phases"] * PHASE, tool(entry["mass"]), seed=entry["seed"])
+    _, qd, _ = program(rec["t"])
+    cold = series.warmup * np.exp(-rec["t"] / series.warmup_time)
+    rec["effort"] = rec["effort"] + worn.gain_error * cold[:, None] * worn.friction(
+        qd, float(rec["t"][1] - rec["t"][0]))
+    return rec
+
+
+class Identifier:
+    """The arm's CAD link model, its base parameters and the identification options (once)."""
+
+    def __init__(self, method: str = "wls") -> None:
+        self.arm = MotorCurrentArm.random(bundled_urdf_path(), seed=ARM_SEED)
+        self.model = LinkModel(bundled_urdf_path())
+        self.base = structural_base_parameters(self.model)
+        friction = FrictionModel("symmetric", smooth=True, velocity_threshold=0.02,
+                                 sample_period=1.0 / 125.0)
+        self.options = LinkOptions(method=method, prior_weight=None if method == "sdp"
+                                   else 0.0, friction=friction)
+
+    def rows(self, position: JointTable, effort: JointTable,
+             phases: list[tuple[float, float]]) -> list[dict[str, Any]]:
+        """``friction_by_phase`` on joint positions and efforts (rad, N m; stamps in s), as
+        identify-links reads them from a bag (``read_joint_bag``)."""
+        data = joint_data(self.model, position, effort)
+        return friction_by_phase(self.model, data.t, (data.q, data.qd, data.qdd, data.effort),
+                                 phases, self.options, self.base, data.valid)
+
+
+def tables(arm: MotorCurrentArm, rec: dict[str, NDArray[np.float64]]
+           ) -> tuple[JointTable, JointTable]:
+    """A recording's positions and efforts as the tables ``read_joint_bag`` gives."""
+    names = arm.joint_names
+    return (JointTable(rec["t"], list(names), rec["position"]),
+            JointTable(rec["t"], list(names), rec["effort"]))
+
+
+def phases_of(entry: dict[str, Any], whole: bool = False) -> list[tuple[float, float]]:
+    """The recording's windows of ``PHASE`` s (``whole``: one window over all of it)."""
+    if whole:
+        return [(0.0, entry["phases"] * PHASE)]
+    return [(j * PHASE, (j + 1) * PHASE) for j in range(entry["phases"])]
+
+
+def bag_rows(robot: str, k: int, entry: dict[str, Any], found: list[dict[str, Any]]
+             ) -> list[dict[str, Any]]:
+    """Batch rows of recording ``k``'s phases, dated by the schedule."""
+    out = []
+    for j, columns in enumerate(found):
+        row = empty_row(robot, f"/bags/{robot}/rec{k:02d}")
+        row.update(columns, segment=j, segments=len(found), mass=entry["mass"],
+                   start_stamp=entry["stamp"] + columns["start_s"],
+                   end_stamp=entry["stamp"] + columns["end_s"])
+        out.append(row)
+    return out
+
+
+def empty_row(robot: str, bag: str) -> dict[str, Any]:
+    """A batch row with every column null but its identity."""
+    from inertial_id.batch import COLUMNS
+
+    row: dict[str, Any] = dict.fromkeys(COLUMNS)
+    row.update(robot=robot, bag=bag, contacts=0)
+    return row
+
+
+def table_rows(series: Series, robot: str, identifier: Identifier,
+               whole: bool = False) -> list[dict[str, Any]]:
+    """The series' batch rows: one per recording and phase (``whole``: one per recording,
+    identified over all of it, the uncontrolled comparison)."""
+    out = []
+    for k, entry in enumerate(schedule(series)):
+        rec = record(identifier.arm, series, entry)
+        found = identifier.rows(*tables(identifier.arm, rec), phases_of(entry, whole))
+        out += bag_rows(robot, k, entry, found)
+    return out
+
+
+def injected(rows: list[dict[str, Any]], series: Series, options: TrendOptions
+             ) -> float:
+    """The injected drift as `trends` reports it (% of each stratum's median level per
+    month): the same stratified Theil-Sen slope on the noise-free drifting Coulomb level
+    ``1 + drift months`` at the rows' times and strata (the load and warm-up factors are
+    constant within a stratum and cancel)."""
+    joint = MotorCurrentArm.random(bundled_urdf_path(), seed=ARM_SEED).joint_names[
+        series.drift_joint]
+    points = [dict(p, value=1 + series.drift * (p["time"] - FIRST) / MONTH)
+              for p in friction_points(rows, options) if (p["joint"], p["term"]) == (joint, "fc")]
+    return drift_tests(points, options)[0].test.percent
+
+
+def write_bags(series: Series, robot: str, identifier: Identifier, folder: Path) -> list[Path]:
+    """The recordings as bags (``write_current_bag``), ``folder/ROBOT/recKK``."""
+    from inertial_id.core.current_arm import write_current_bag
+
+    paths = []
+    for k, entry in enumerate(schedule(series)):
+        rec = record(identifier.arm, series, entry)
+        paths.append(write_current_bag(folder / robot / f"rec{k:02d}", identifier.arm, rec,
+                                       tool(entry["mass"])))
+    return paths
