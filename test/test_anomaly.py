@@ -381,3 +381,93 @@ def test_training_by_time_ends_after_that_time_whatever_the_rate(rate: float,
 def test_a_negative_training_time_is_refused() -> None:
     with pytest.raises(InertialIdError, match="training_time"):
         T2Monitor(training_time=-1.0)
+
+
+# --- confirmation by the filtered residual ----------------------------------------------------
+
+RATE = 1000.0
+SPAN = 0.2  # s: the filter's past span; the filtered residual's correlation time is half
+
+
+def smooth_noise(rng: np.random.Generator, n: int, scale: float) -> np.ndarray:
+    """(n, P) Gaussian noise of std ``scale`` averaged over SPAN / 2 (correlated like a
+    filtered residual)."""
+    width = int(SPAN / 2 * RATE)
+    white = rng.normal(scale=scale / np.sqrt(width), size=(n + width, P))
+    return np.cumsum(white, axis=0)[width:] - np.cumsum(white, axis=0)[:-width]
+
+
+def confirmed_monitor(rng: np.random.Generator) -> T2Monitor:
+    """A monitor trained on 2 s of a raw residual (white, std 1) and a filtered one."""
+    monitor = T2Monitor(training_time=2.0, training_samples=10**6)
+    t = np.arange(int(2.0 * RATE) + 1) / RATE
+    monitor.update(t, rng.normal(size=(t.size, P)), smooth_noise(rng, t.size, 0.05),
+                   correlation_time=SPAN / 2)
+    assert monitor.ready and monitor.confirming
+    return monitor
+
+
+def test_a_motion_following_raw_residual_is_not_a_contact_when_the_filtered_one_is_clean() -> None:
+    """The filter's gain error leaves a slow swing in the raw residual only: flagged by the raw
+    test alone, not once the filtered residual must confirm."""
+    rng = np.random.default_rng(4)
+    monitor = confirmed_monitor(rng)
+    plain = T2Monitor(mean=monitor.mean, covariance=monitor.covariance,
+                      training_samples=monitor.training_samples)
+    t = 2.001 + np.arange(int(8.0 * RATE)) / RATE
+    swing = np.outer(6.0 * np.sin(2 * np.pi * 0.3 * t), np.ones(P))
+    raw = rng.normal(size=(t.size, P)) + swing
+    filtered = smooth_noise(rng, t.size, 0.05)
+    assert plain.update(t, raw).contact.mean() > 0.3
+    assert not monitor.update(t, raw, filtered, SPAN / 2).contact.any()
+
+
+def test_a_push_seen_in_both_residuals_starts_at_the_raw_run_and_ends_with_it() -> None:
+    rng = np.random.default_rng(5)
+    monitor = confirmed_monitor(rng)
+    t = 2.001 + np.arange(int(3.0 * RATE)) / RATE
+    push = ((t >= 3.0) & (t < 3.5))[:, None] * np.array([30.0, 0, 0, 0, 0, 0])
+    raw = rng.normal(size=(t.size, P)) + push
+    # The filtered residual sees the push late and keeps it for the span after it ends.
+    late = ((t >= 3.004) & (t < 3.5 + SPAN))[:, None] * np.array([3.0, 0, 0, 0, 0, 0])
+    result = monitor.update(t, raw, smooth_noise(rng, t.size, 0.05) + late, SPAN / 2)
+    (interval,) = monitor.intervals
+    assert interval.start == pytest.approx(3.0, abs=1e-9)  # the raw run's first sample
+    assert 3.49 <= interval.end < 3.5  # the raw residual ends it, not the filter's tail
+    assert not result.contact[t < 3.0].any() and not result.contact[t > 3.52].any()
+
+
+def test_a_contact_ends_once_the_filtered_residual_settles_though_the_raw_one_stays_up() -> None:
+    """After a push, the raw residual's gain-error swing can hold it above the release level;
+    the filtered residual, back under its own release level, ends the contact."""
+    rng = np.random.default_rng(6)
+    monitor = confirmed_monitor(rng)
+    t = 2.001 + np.arange(int(3.0 * RATE)) / RATE
+    push = ((t >= 3.0) & (t < 3.5))[:, None] * np.array([30.0, 0, 0, 0, 0, 0])
+    raw = rng.normal(size=(t.size, P)) + push + np.array([0, 8.0, 0, 0, 0, 0])
+    filtered = smooth_noise(rng, t.size, 0.05) + 0.1 * push
+    monitor.update(t, raw, filtered, SPAN / 2)
+    (interval,) = monitor.intervals
+    # the raw run began at the start; the contact at most one span before its confirmation
+    assert 3.0 - SPAN <= interval.start <= 3.0
+    assert not monitor.in_contact
+    # without the filtered residual the same raw one never lets go
+    plain = T2Monitor(mean=monitor.mean, covariance=monitor.covariance,
+                      training_samples=monitor.training_samples)
+    plain.update(t, raw)
+    assert plain.in_contact or plain.intervals[0].end > t[-1] - 0.05
+
+
+def test_the_confirmation_threshold_counts_correlated_samples_and_follows_the_confidence() -> None:
+    """2 s of residuals correlated over 0.1 s are about 20 independent samples: the filtered
+    residual's threshold is Hotelling's at that count, not at the 2001 samples; a new
+    confidence moves it as it moves the raw one."""
+    rng = np.random.default_rng(7)
+    monitor = confirmed_monitor(rng)
+    confirm = monitor._confirm
+    assert confirm is not None
+    assert confirm.n_eff == pytest.approx(2.0 / (SPAN / 2), rel=1e-3)
+    assert confirm.threshold == pytest.approx(t2_threshold(P, confirm.n_eff, 0.999))
+    assert confirm.threshold > 1.5 * monitor.threshold
+    monitor.reconfigure(0.99, monitor.training_samples, 3, 10, 0.7)
+    assert monitor._confirm.threshold == pytest.approx(t2_threshold(P, confirm.n_eff, 0.99))

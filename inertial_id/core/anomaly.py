@@ -12,11 +12,24 @@ with probability ``1 - alpha`` (the confidence). :class:`T2Monitor` learns ``mu`
 robustly, evaluates ``T^2`` per sample and turns threshold crossings into contact intervals
 with debounce (``on_samples`` consecutive samples above) and hysteresis (the contact ends
 after ``off_samples`` consecutive samples below ``release * threshold``).
+
+**Confirmation by the filtered residual.** The raw residual (the unfiltered wrench minus the
+prediction from the gatherer's smoothed kinematics) reacts at once to a contact and ends with
+it, but it also carries the smoothing filter's gain error on the motion (``(1 - K) w``: the
+filter passes the wrench's variation with the pose with a gain a few per cent from 1), a
+residual that follows the motion and is not stationary. The filtered residual (the wrench
+smoothed by the same kernel as the kinematics, minus their prediction) has no such term, the
+rigid-body equation holds between matched-filtered signals, but its samples are correlated
+over the filter's span and it lags a contact's end by that span. So when :meth:`T2Monitor.
+update` is given the filtered residual too, a run above the threshold starts a contact only on
+samples where the filtered residual's ``T^2`` also exceeds its own threshold (learned on the
+same samples, with the effective sample count ``training span / correlation time`` in its
+Hotelling threshold); the raw residual alone still says when the contact ends.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -134,12 +147,17 @@ class T2Monitor:
         if not self.training_time >= 0.0:
             raise InertialIdError(f"training_time must be >= 0 s, got {self.training_time}")
         self._training: list[NDArray[np.float64]] = []
+        self._confirm_training: list[NDArray[np.float64]] = []
+        self._confirm: _Learned | None = None
         self._training_start = float("nan")
         self._n = 0
         self._threshold = float("inf")
         self._inverse: NDArray[np.float64] | None = None
         self._above = 0
         self._below = 0
+        self._settled = 0
+        self._confirmed = False
+        self._lookback = float("inf")
         self._in_contact = False
         self._start = 0.0
         self._last = 0.0
@@ -201,11 +219,19 @@ class T2Monitor:
         self.training_time = training_time
         self.on_samples, self.off_samples, self.release = on_samples, off_samples, release
         self._threshold = threshold
+        if self._confirm is not None:
+            self._confirm = self._confirm.at(confidence)
+
+    @property
+    def confirming(self) -> bool:
+        """Whether contacts need the filtered residual's confirmation (see module doc)."""
+        return self._confirm is not None
 
     def reset(self) -> None:
         """Forget the learned covariance and any contact state."""
         self.mean = self.covariance = self._inverse = None
         self._training, self._n, self._threshold = [], 0, float("inf")
+        self._confirm_training, self._confirm = [], None
         self._training_start = float("nan")
         self._above = self._below = 0
         self._in_contact = False
@@ -225,35 +251,56 @@ class T2Monitor:
         d = e - self.mean
         return np.einsum("ij,ij->i", d @ self._inverse, d)
 
-    def update(self, times: ArrayLike, residuals: ArrayLike) -> T2Result:
-        """Process N residuals (N, p) with stamps (N,); returns T^2 and contact flags."""
+    def update(self, times: ArrayLike, residuals: ArrayLike,
+               filtered: ArrayLike | None = None, correlation_time: float = 0.0) -> T2Result:
+        """Process N residuals (N, p) with stamps (N,); returns T^2 and contact flags.
+
+        ``filtered`` (N, p): the same samples' filtered residual, whose samples stay
+        correlated for ``correlation_time`` (s); given on every call from the first, it
+        confirms contacts (see the module doc). Its ``T^2`` is not returned."""
         t = np.asarray(times, dtype=float)
         e = np.atleast_2d(np.asarray(residuals, dtype=float))
+        f = None if filtered is None else np.atleast_2d(np.asarray(filtered, dtype=float))
         p = self.components
-        if e.shape != (t.size, p) or not (np.all(np.isfinite(e)) and np.all(np.isfinite(t))):
+        if (e.shape != (t.size, p) or (f is not None and f.shape != e.shape)
+                or not all(np.all(np.isfinite(x)) for x in (e, t, e if f is None else f))):
             raise SampleError(f"residuals must be ({t.size}, {p}) and finite, stamps finite")
         if not self.ready:
-            self._train(t, e)
+            self._train(t, e, f, correlation_time)
             return T2Result(np.zeros(t.size), np.zeros(t.size, dtype=bool), self._threshold)
         t2 = self.t2(e)
-        flags = np.array([self._step(ti, v) for ti, v in zip(t, t2, strict=True)], dtype=bool)
+        confirmed, settled = np.ones(t.size, dtype=bool), np.zeros(t.size, dtype=bool)
+        self._lookback = 2.0 * correlation_time if f is not None else np.inf
+        if self._confirm is not None and f is not None:
+            t2_filtered = self._confirm.t2(f)
+            confirmed = t2_filtered > self._confirm.threshold
+            settled = t2_filtered < self.release * self._confirm.threshold
+        flags = np.array([self._step(*x) for x in zip(t, t2, confirmed, settled, strict=True)],
+                         dtype=bool)
         if self.adapt and np.any(~flags):
             self._refine(e[~flags])
         return T2Result(t2, flags, self._threshold)
 
-    def _train(self, t: NDArray[np.float64], e: NDArray[np.float64]) -> None:
+    def _train(self, t: NDArray[np.float64], e: NDArray[np.float64],
+               f: NDArray[np.float64] | None, correlation_time: float) -> None:
         if np.isnan(self._training_start) and t.size:
             self._training_start = float(t[0])
         self._training.append(e)
+        if f is not None:
+            self._confirm_training.append(f)
         collected = sum(len(x) for x in self._training)
+        span = float(t[-1] - self._training_start) if t.size else 0.0
         timed = (self.training_time > 0.0 and collected >= MIN_TIMED_TRAINING and t.size > 0
-                 and t[-1] - self._training_start >= self.training_time)
+                 and span >= self.training_time)
         if collected >= self.training_samples or timed:
             data = np.concatenate(self._training)
             trim = self.confidence if self.trim_confidence is None else self.trim_confidence
             mean, cov, inliers = robust_mean_covariance(data, trim)
             self._set_covariance(mean, cov, inliers)
-            self._training = []
+            if sum(len(x) for x in self._confirm_training) == collected:
+                self._confirm = _Learned.fit(np.concatenate(self._confirm_training), trim,
+                                             self.confidence, span, correlation_time)
+            self._training, self._confirm_training = [], []
 
     def _refine(self, e: NDArray[np.float64]) -> None:
         """Fold contact-free residuals into ``mu`` and ``S`` (running update)."""
@@ -266,30 +313,75 @@ class T2Monitor:
                    + np.outer(delta, delta) * self._n * n_new / total)
         self._set_covariance(mean, scatter / (total - 1), total)
 
-    def _step(self, t: float, value: float) -> bool:
-        """Debounce and hysteresis for one sample; returns its contact flag."""
+    def _step(self, t: float, value: float, confirmed: bool = True,
+              settled: bool = False) -> bool:
+        """Debounce and hysteresis for one sample; returns its contact flag. With the filtered
+        residual (module doc), ``confirmed``: its ``T^2`` is above its threshold, and a run
+        above the threshold becomes a contact once one of its samples is (the contact starts
+        at the run's first sample, or one filter span, twice the correlation time, before the
+        first confirmed one if the run began earlier); ``settled``: it is under ``release``
+        times its threshold, and a contact also ends after ``off_samples`` such samples."""
         if not self._in_contact:
             if value > self._threshold:
                 if self._above == 0:
-                    self._start, self._peak = t, value
+                    self._start, self._peak, self._confirmed = t, value, False
                 self._above += 1
                 self._peak = max(self._peak, value)
+                if confirmed and not self._confirmed:  # what the raw run holds before is not
+                    self._start = max(self._start, t - self._lookback)  # this contact's
+                self._confirmed = self._confirmed or confirmed
             else:
                 self._above = 0
-            if self._above >= self.on_samples:
-                self._in_contact, self._below, self._last = True, 0, t
+            if self._above >= self.on_samples and self._confirmed:
+                self._in_contact, self._below, self._settled, self._last = True, 0, 0, t
             return self._in_contact
         self._peak = max(self._peak, value)
+        self._settled = self._settled + 1 if settled else 0
         if value < self.release * self._threshold:
             self._below += 1
-            if self._below >= self.off_samples:
-                self._in_contact, self._above = False, 0
-                self.intervals.append(ContactInterval(self._start, self._last, self._peak))
-                return False
         else:
             self._below = 0
             self._last = t
+        if max(self._below, self._settled) >= self.off_samples:
+            self._in_contact, self._above = False, 0
+            self.intervals.append(ContactInterval(self._start, self._last, self._peak))
+            return False
         return True
+
+
+@dataclass(frozen=True)
+class _Learned:
+    """A residual's robust mean, inverse covariance and ``T^2`` threshold."""
+
+    mean: NDArray[np.float64]
+    inverse: NDArray[np.float64]
+    n_eff: float
+    threshold: float
+
+    @classmethod
+    def fit(cls, e: NDArray[np.float64], trim: float, confidence: float, span: float,
+            correlation_time: float) -> _Learned | None:
+        """From residuals (n, p) spanning ``span`` s whose samples stay correlated for
+        ``correlation_time`` s: the Hotelling threshold counts ``span / correlation_time``
+        independent samples (at most n, at least p + 2); None if the covariance is singular."""
+        mean, cov, inliers = robust_mean_covariance(e, trim)
+        p = e.shape[1]
+        n_eff = float(inliers) if correlation_time <= 0.0 else span / correlation_time
+        n_eff = min(max(n_eff, p + 2.0), float(inliers))
+        try:
+            inverse = np.linalg.inv(cov)
+        except np.linalg.LinAlgError:
+            return None
+        return cls(mean, inverse, n_eff, t2_threshold(p, n_eff, confidence))
+
+    def at(self, confidence: float) -> _Learned:
+        """The same, thresholded at another confidence."""
+        return replace(self, threshold=t2_threshold(self.mean.size, self.n_eff, confidence))
+
+    def t2(self, e: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``T^2`` of residuals (N, p)."""
+        d = e - self.mean
+        return np.einsum("ij,ij->i", d @ self.inverse, d)
 
 
 TRIM_CONFIDENCE = 0.99

@@ -49,6 +49,10 @@ TARE_SAMPLES = 200
 MAX_FILTER_SPAN = 10.0
 """s: a longer past span of the gatherer's filter (its windows are under a second) is no
 filter's."""
+CORRELATION_SHARE = 0.5
+"""The filtered residual's samples stay correlated for about this share of the filter's past
+span (a smooth kernel over W samples leaves about W / 2 correlated ones): the correlation
+time of the contact monitor's confirmation (:class:`~inertial_id.core.anomaly.T2Monitor`)."""
 SETUP_CHECK_EVERY = 250
 """Samples between two set-up checks (:class:`SetupCheck`; a quarter second at 1 kHz)."""
 
@@ -283,7 +287,9 @@ class OnlineEstimator:
         (nothing of it is kept).
 
         ``wrench`` (filtered like the kinematics) enters the estimate; the contact monitor
-        tests ``wrench_raw`` (unfiltered, white noise; defaults to ``wrench``). Stamps pass the
+        tests ``wrench_raw`` (unfiltered, white noise; defaults to ``wrench``), and with a
+        filter span, a contact also needs the filtered residual's confirmation
+        (:mod:`inertial_id.core.anomaly`). Stamps pass the
         :class:`~inertial_id.core.timepolicy.StampPolicy` first: samples it rejects are
         dropped and counted, and when the stream follows a jump (a bag played again) the
         held samples enter the estimate and the contact state restarts. The result covers
@@ -315,12 +321,13 @@ class OnlineEstimator:
         self.received += t.size
         keep, jump_at = self.policy.filter(t)
         rows = np.hstack((v, a, w, noise))
+        confirm = wrench_raw is not None and self.filter_span > 0.0
         if jump_at < 0:
-            return self._step(*(x[keep] for x in (t, rows, raw)))
+            return self._step(*(x[keep] for x in (t, rows, raw)), confirm)
         before, after = np.arange(t.size) < jump_at, np.arange(t.size) >= jump_at
-        first = self._step(*(x[keep & before] for x in (t, rows, raw)))
+        first = self._step(*(x[keep & before] for x in (t, rows, raw)), confirm)
         self._follow_jump()
-        second = self._step(*(x[keep & after] for x in (t, rows, raw)))
+        second = self._step(*(x[keep & after] for x in (t, rows, raw)), confirm)
         return StepResult(
             np.concatenate((first.times, second.times)),
             np.concatenate((first.residual, second.residual)),
@@ -338,9 +345,10 @@ class OnlineEstimator:
         self._latest = self._exclude_until = -np.inf
 
     def _step(self, t: NDArray[np.float64], rows: NDArray[np.float64],
-              raw: NDArray[np.float64]) -> StepResult:
+              raw: NDArray[np.float64], confirm: bool = False) -> StepResult:
         """:meth:`add` for samples whose stamps the policy accepted (``rows``: see
-        :func:`_add_rows`)."""
+        :func:`_add_rows`; ``confirm``: contacts need the filtered residual's
+        confirmation)."""
         events: list[str] = []
         v, a, w = rows[:, :6], rows[:, 6:12], rows[:, 12:18]
         if t.size == 0:
@@ -353,7 +361,8 @@ class OnlineEstimator:
             prediction = self.predict(v, a)
             residual = raw - prediction
             if self.config.monitor and (self.monitor.ready or self.converged and self.from_data):
-                t2, contact = self._monitor(t, residual, events)
+                filtered = w - prediction if confirm else None
+                t2, contact = self._monitor(t, residual, filtered, events)
         if self.estimate is not None:
             self._recent_residuals.append(residual)
         keep = ~contact & (t > self._exclude_until)
@@ -376,10 +385,12 @@ class OnlineEstimator:
         return StepResult(t, residual, t2, contact, self.monitor.threshold, events)
 
     def _monitor(self, t: NDArray[np.float64], residual: NDArray[np.float64],
-                 events: list[str]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+                 filtered: NDArray[np.float64] | None, events: list[str]
+                 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
         was_ready, was_in_contact = self.monitor.ready, self.monitor.in_contact
         n_intervals = len(self.monitor.intervals)
-        result = self.monitor.update(t, residual)
+        result = self.monitor.update(t, residual, filtered,
+                                     CORRELATION_SHARE * self.filter_span)
         if self.monitor.ready and not was_ready:
             events.append("monitor_trained")
         if self.monitor.in_contact and not was_in_contact:
