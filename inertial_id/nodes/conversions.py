@@ -28,7 +28,7 @@ from inertial_id.cdr import SENSOR_FIELDS, CdrDecoder, unpack_noise
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.gathering import JointStateSample, WrenchSample
-from inertial_id.core.online import Verdicts
+from inertial_id.core.online_types import Verdicts
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
 from inertial_id.core.shape import equivalent_box
 from inertial_id.core.synchronizer import SyncedSamples

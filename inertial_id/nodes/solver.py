@@ -45,7 +45,8 @@ from inertial_id.core.errors import ImplausibleValueError, InertialIdError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.frames import OutputFrame
 from inertial_id.core.kinematics import load_urdf_model, require_frame
-from inertial_id.core.online import OnlineEstimator, Verdicts
+from inertial_id.core.online import OnlineEstimator
+from inertial_id.core.online_types import Verdicts
 from inertial_id.core.parameters import vector_from_symmetric
 from inertial_id.core.timepolicy import RESETS
 from inertial_id.msg import InertialParameters, SensorSamples

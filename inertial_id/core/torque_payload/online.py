@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from inertial_id.core.anomaly import TRIM_CONFIDENCE, T2Monitor, T2Result
 from inertial_id.core.errors import SolverError
 from inertial_id.core.estimators import Estimate
-from inertial_id.core.online import OnlineConfig, StepResult, Verdicts, verdicts
+from inertial_id.core.online_types import OnlineConfig, StepResult, Verdicts, verdicts
 from inertial_id.core.torque_payload.stream import TorquePayloadStream
 
 MIN_CONTACT = 0.1
@@ -60,7 +60,7 @@ class TorquePayloadOnline:
 
     @property
     def verdicts(self) -> Verdicts:
-        """The current estimate's verdicts (:func:`inertial_id.core.online.verdicts`)."""
+        """The current estimate's verdicts (:func:`inertial_id.core.online_types.verdicts`)."""
         return verdicts(self.estimate, self.config)
 
     def _new_monitor(self) -> T2Monitor:
@@ -74,7 +74,7 @@ class TorquePayloadOnline:
 
     def step(self) -> StepResult | None:
         """Process the stream's ready samples (None when there are none): a
-        :class:`~inertial_id.core.online.StepResult` whose ``residual`` is the external wrench
+        :class:`~inertial_id.core.online_types.StepResult` whose ``residual`` is the external wrench
         on the payload (N, 6; zeros before an estimate; for an F/T sensor reporting
         ``payload_on_sensor`` the F/T residual is that same wrench), and whose events are
         ``"monitor_trained"``, ``"contact_start"``, ``"contact_end"``,
