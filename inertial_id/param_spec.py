@@ -72,12 +72,21 @@ class Param:
 ROS_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service"})
 """The parameters rclpy declares on every node itself: known to every node, in no table."""
 
+SHARED_PARAMETERS = frozenset({"sensor_frame", "gravity", "locked_joint_names",
+                               "locked_joint_positions"})
+"""The robot model's parameters (:data:`~inertial_id.param_table.MODEL_PARAMS`): one value for
+the whole pipeline, given once in a parameter file's ``/**`` section, which reaches every node.
+The nodes that use them declare them; the others (solver, applier) ignore them instead of
+refusing them as misspelt (:func:`check_known`)."""
+
 
 def check_known(params: tuple[Param, ...], names: Iterable[str], node: str) -> None:
     """Raise :class:`InertialIdError` ``<node> has no parameter(s) a, b`` for the ``names``
-    that ``params`` does not list (nor :data:`ROS_PARAMETERS`): a misspelt key in a parameter
-    file, refused in the same words by a node at start and by replay."""
-    unknown = sorted(set(names) - {p.name for p in params} - ROS_PARAMETERS)
+    that ``params`` does not list (nor :data:`ROS_PARAMETERS`, nor the robot model's
+    :data:`SHARED_PARAMETERS`, which a node that does not use them ignores): a misspelt key in
+    a parameter file, refused in the same words by a node at start and by replay."""
+    unknown = sorted(set(names) - {p.name for p in params} - ROS_PARAMETERS
+                     - SHARED_PARAMETERS)
     if unknown:
         raise InertialIdError(f"{node} has no parameter(s) {', '.join(unknown)}")
 

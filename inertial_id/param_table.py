@@ -23,7 +23,23 @@ URDF_PARAMS = (
     Param("robot_description", "", "URDF text; empty: wait for the robot_description topic"),
 )
 
-GATHERER_PARAMS = URDF_PARAMS + (
+MODEL_PARAMS = (
+    Param("sensor_frame", "ft_sensor", "URDF frame of the F/T sensor's measurement origin "
+          "(one value for the pipeline: give it once, in the parameter file's /** section)"),
+    Param("gravity", list(DEFAULT_GRAVITY), "gravity in the URDF base frame (one value for "
+          "the pipeline, in the /** section)", "double", unit="m/s^2"),
+    Param("locked_joint_names", [], "URDF joints held still and left out of the model (one "
+          "value for the pipeline, in the /** section)", "string"),
+    Param("locked_joint_positions", [], "their positions (one value for the pipeline, in the "
+          "/** section)", "double", unit="rad or m"),
+)
+"""The robot model: declared by the two nodes that use it, the gatherer (its joints, and the
+sensor frame's kinematics for the matched filter) and the kinematics node (the frame check
+and the kinematics without the matched filter), read by replay once for both
+(:func:`inertial_id.settings.shared_model`). Their names are
+:data:`~inertial_id.param_spec.SHARED_PARAMETERS`: the other nodes ignore them."""
+
+GATHERER_PARAMS = URDF_PARAMS + MODEL_PARAMS + (
     Param("filter_window", _G.window, "s spanned by the Savitzky-Golay window; 0: chosen "
           "from the first filter_decision_time of joint states (least acceleration error, "
           "gain near 1 in the motion's band)", low=0, unit="s"),
@@ -41,33 +57,19 @@ GATHERER_PARAMS = URDF_PARAMS + (
           "differentiate JointState.velocity instead of the positions"),
     Param("max_span", 0.5, "s: filter windows spanning more (a gap) are dropped", low=0,
           open_low=True, unit="s"),
-    Param("locked_joint_names", [], "URDF joints held still and left out of the model",
-          "string"),
     Param("matched_filter", _G.matched, "filter the sensor frame's kinematics (computed at "
-          "every joint sample) with the wrench's kernel: no filter bias; needs sensor_frame, "
-          "gravity and locked_joint_positions as the kinematics node has them"),
+          "every joint sample) with the wrench's kernel: no filter bias; uses sensor_frame, "
+          "gravity and the locked joints, the kinematics node's values"),
     Param("errors_in_variables", _G.errors_in_variables, "matched_filter: estimate the "
           "joints' position noise and send the covariance it leaves in the sensor frame's "
           "acceleration, so the solver removes the bias it gives least squares"),
-    Param("sensor_frame", "ft_sensor", "matched_filter: URDF frame of the F/T sensor"),
-    Param("gravity", list(DEFAULT_GRAVITY), "matched_filter: gravity in the URDF base frame",
-          "double", unit="m/s^2"),
-    Param("locked_joint_positions", [], "matched_filter: positions of the locked joints",
-          "double", unit="rad or m"),
     Param("queue_depth", 500, "subscription queue depth (messages)", low=1, unit="messages"),
     Param("publish_rate", 200.0, "at most this many batches per second (Hz); a batch leaves "
           "0.5 ms after new data arrived", low=0, open_low=True, high=10000, unit="Hz",
           live=True),
 )
 
-KINEMATICS_PARAMS = URDF_PARAMS + (
-    Param("sensor_frame", "ft_sensor", "URDF frame of the F/T sensor's measurement origin"),
-    Param("gravity", list(DEFAULT_GRAVITY), "gravity in the URDF base frame, m/s^2", "double",
-          unit="m/s^2"),
-    Param("locked_joint_names", [], "URDF joints held still", "string"),
-    Param("locked_joint_positions", [], "their positions, rad or m", "double",
-          unit="rad or m"),
-)
+KINEMATICS_PARAMS = URDF_PARAMS + MODEL_PARAMS
 
 LINKS_PARAMS = URDF_PARAMS + (
     Param("mode", "payload", "payload: the F/T payload from sensor_samples; links: the robot's "

@@ -33,10 +33,12 @@ from inertial_id.core.parameters import vector_from_symmetric
 from inertial_id.core.pipeline import PayloadPipeline
 from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE
 from inertial_id.settings import (
+    MODEL_NODES,
     gatherer_settings,
     initial_payload,
     kinematics_settings,
     online_estimator,
+    shared_model,
 )
 
 PROCESS_PERIOD = 0.1
@@ -151,8 +153,9 @@ def apply_overrides(options: ReplayOptions, params: dict[str, dict[str, Any]]) -
         params.setdefault(node, {})
     if options.urdf is not None:
         params["gatherer"]["urdf_path"] = params["kinematics"]["urdf_path"] = options.urdf
-    if options.sensor_frame is not None:
-        params["kinematics"]["sensor_frame"] = options.sensor_frame
+    if options.sensor_frame is not None:  # the robot model's: both nodes that use it
+        for node in MODEL_NODES:
+            params[node]["sensor_frame"] = options.sensor_frame
     if options.output_frame is not None:
         params["solver"]["output_frame"] = options.output_frame
     if options.wrench_sign is not None:
@@ -177,13 +180,16 @@ contact monitor's residuals against an estimate at most 0.5 s old (5 ms in the n
 
 
 def build_pipeline(params: dict[str, dict[str, Any]], urdf: str) -> PayloadPipeline:
-    """The pipeline of the three nodes from their parameters (see :mod:`settings`)."""
+    """The pipeline of the three nodes from their parameters (see :mod:`settings`); the robot
+    model's parameters are one value for the gatherer and the kinematics
+    (:func:`~inertial_id.settings.shared_model`)."""
     solver = dict(params["solver"])
+    model = shared_model(params)
     kinematics = {k: v for k, v in params["kinematics"].items()
-                  if k not in ("urdf_path", "robot_description", "use_sim_time")}
+                  if k not in ("urdf_path", "robot_description", "use_sim_time")} | model
     gatherer = {k: v for k, v in params["gatherer"].items()
                 if k not in ("urdf_path", "robot_description", "queue_depth", "publish_rate",
-                             "use_sim_time")}
+                             "use_sim_time")} | model
     try:
         rate = float(solver.pop("publish_rate", SOLVE_RATE_CAP))
         solver.pop("contact_decimation", None)

@@ -27,9 +27,13 @@ from inertial_id.param_table import (
     APPLIER_PARAMS,
     GATHERER_PARAMS,
     KINEMATICS_PARAMS,
+    MODEL_PARAMS,
     SOLVER_PARAMS,
     WRENCH_AFTER_APPLY,
 )
+
+MODEL_NODES = ("gatherer", "kinematics")
+"""The nodes that declare the robot model's parameters (:data:`MODEL_PARAMS`)."""
 
 
 def gatherer_settings(values: Mapping[str, Any]) -> GathererSettings:
@@ -48,9 +52,29 @@ def gatherer_settings(values: Mapping[str, Any]) -> GathererSettings:
 def gatherer_kinematics(values: Mapping[str, Any]) -> KinematicsSettings:
     """The kinematic model settings the gatherer's matched filter needs."""
     v = with_defaults(GATHERER_PARAMS, values, "gatherer")
-    return kinematics_settings({k: v[k] for k in ("sensor_frame", "gravity",
-                                                  "locked_joint_names",
-                                                  "locked_joint_positions")})
+    return kinematics_settings({p.name: v[p.name] for p in MODEL_PARAMS})
+
+
+def shared_model(sections: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The robot model's parameters (:data:`MODEL_PARAMS`: sensor frame, gravity in m/s^2 in
+    the URDF base frame, locked joints and their positions in rad or m) given to the gatherer
+    and the kinematics node in ``sections`` (``{node: {name: value}}``), as one value each
+    for both: a value given to one of them (a ``/**`` section gives it to both) is the
+    pipeline's. A name given to both with different values is an :class:`InertialIdError`:
+    the two nodes would compute with different models."""
+    out: dict[str, Any] = {}
+    for param in MODEL_PARAMS:
+        given = {node: sections[node][param.name] for node in MODEL_NODES
+                 if param.name in sections.get(node, {})}
+        values = list(given.values())
+        if any(value != values[0] for value in values[1:]):
+            raise InertialIdError(
+                f"{param.name} differs between the nodes ("
+                + ", ".join(f"{node}: {value!r}" for node, value in given.items())
+                + "): give it once, in the parameter file's /** section")
+        if values:
+            out[param.name] = values[0]
+    return out
 
 
 @dataclass(frozen=True)

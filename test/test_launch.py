@@ -2,7 +2,8 @@
 
 ``launch_ros`` is not installable here, so the XML is parsed: every node's executable must be
 one CMake installs, every parameter file must exist, and every parameter it sets (from a file
-or inline) must be one the node really declares (checked on live rclpy nodes).
+or inline) must be one the node really declares (checked on live rclpy nodes), except the
+robot model's parameters of a ``/**`` section, which the nodes that do not use them ignore.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.managed import managed_requested
 from inertial_id.nodes.simulator import Simulator
 from inertial_id.nodes.solver import Solver
+from inertial_id.param_spec import SHARED_PARAMETERS
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE_CLASSES = {"gatherer": Gatherer, "kinematics": Kinematics, "solver": Solver,
@@ -120,7 +122,8 @@ def test_launch_nodes_are_installed_and_parameters_declared(
     assert nodes
     for executable, name, params in nodes:
         assert executable in installed_executables(), f"{executable} is not installed"
-        unknown = set(params) - declared[executable] - {"__namespace", "__args"}
+        unknown = (set(params) - declared[executable] - {"__namespace", "__args"}
+                   - SHARED_PARAMETERS)
         assert not unknown, f"{path.name}: {name} does not declare {sorted(unknown)}"
         urdf = params.get("urdf_path")
         if urdf:
@@ -133,7 +136,8 @@ def test_the_apply_argument_adds_the_applier_with_declared_parameters(
                          {"apply": "true", "apply_target": "franka"})
     (params,) = [p for e, _, p in nodes if e == "applier"]
     assert params["target"] == "franka" and params["auto_apply"] is False
-    assert not set(params) - declared["applier"] - {"__namespace", "__args"}
+    assert not (set(params) - declared["applier"] - {"__namespace", "__args"}
+                - SHARED_PARAMETERS)
 
 
 def test_demo_launch_runs_all_four_nodes() -> None:
@@ -145,7 +149,16 @@ def test_every_config_section_is_a_node_with_declared_parameters(
     declared: dict[str, set[str]]
 ) -> None:
     for file in sorted((ROOT / "config").glob("*.yaml")):
-        for key, section in yaml.safe_load(file.read_text()).items():
+        doc = yaml.safe_load(file.read_text())
+        # last: rcl merges -p values into /**, which must come after the node sections for a
+        # -p value to override theirs
+        assert "/**" not in doc or list(doc)[-1] == "/**", f"{file.name}: /** is not last"
+        for key, section in doc.items():
+            if key == "/**":  # every node: the robot model, declared where it is used
+                given = set(section["ros__parameters"])
+                assert given <= SHARED_PARAMETERS, f"{file.name}: /** gives {sorted(given)}"
+                assert given <= declared["gatherer"] & declared["kinematics"]
+                continue
             assert key.startswith("/**/"), (
                 f"{file.name}: section {key} applies only outside namespaces; key it /**/<node>")
             node = key.removeprefix("/**/")
