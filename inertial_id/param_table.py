@@ -71,10 +71,12 @@ GATHERER_PARAMS = URDF_PARAMS + MODEL_PARAMS + (
 
 KINEMATICS_PARAMS = URDF_PARAMS + MODEL_PARAMS
 
-LINKS_PARAMS = URDF_PARAMS + (
-    Param("mode", "payload", "payload: the F/T payload from sensor_samples; links: the robot's "
-          "link parameters and friction from joint_states (JointState.effort); "
-          "payload_from_torques: the payload from joint_states' efforts (no F/T sensor)"),
+SOLVER_MODE = Param(
+    "mode", "payload", "payload: the F/T payload from sensor_samples; links: the robot's "
+    "link parameters and friction from joint_states (JointState.effort); "
+    "payload_from_torques: the payload from joint_states' efforts (no F/T sensor)")
+
+JOINT_TORQUE_PARAMS = (
     Param("payload_frame", "", "payload_from_torques: URDF frame on the last link the payload "
           "is given in (flange, tool frame); empty: the last link's frame"),
     Param("links_file", "", "payload_from_torques: the link model identify-links wrote "
@@ -97,8 +99,11 @@ LINKS_PARAMS = URDF_PARAMS + (
     Param("links_solve_period", 10.0, "links mode: s between fits", low=0, open_low=True,
           unit="s", live=True),
 )
+"""The parameters of the solver's joint-torque modes (``mode`` links or payload_from_torques):
+the F/T solver (``mode`` payload) does not declare them (:func:`solver_params`) and ignores a
+value given for one, with a log line naming it."""
 
-SOLVER_PARAMS = LINKS_PARAMS + (
+SOLVER_PARAMS = URDF_PARAMS + (SOLVER_MODE,) + JOINT_TORQUE_PARAMS + (
     Param("wrench_sign", _P.wrench_sign, "payload_on_sensor (F/T sensors) or sensor_on_payload"),
     Param("force_noise_std", _P.force_noise_std, "F/T force noise std, N (weights force rows; "
           "a change applies to new samples)", low=NOISE_STD_RANGE[0], high=NOISE_STD_RANGE[1],
@@ -170,6 +175,7 @@ SOLVER_PARAMS = LINKS_PARAMS + (
           "in a test; it keeps what the saved payload knows of directions the motion does not "
           "excite)", low=0, unit="1", live=True),
 )
+"""Every parameter of the solver, in any mode (``--help``, replay's solver section)."""
 
 _A = GateSettings()
 
@@ -260,6 +266,15 @@ def _simulator_params() -> tuple[Param, ...]:
         Param("queue_depth", 500, "publisher queue depth", low=1, unit="messages"),
         Param("tick", 0.005, "publishing period", low=0, open_low=True, unit="s"),
     )
+
+
+def solver_params(mode: str) -> tuple[Param, ...]:
+    """The parameters a solver in ``mode`` declares: :data:`SOLVER_PARAMS` (every mode's)
+    without :data:`JOINT_TORQUE_PARAMS` in the F/T mode ``payload``, all of them in the
+    joint-torque modes (which also run the payload estimator's configuration)."""
+    if mode == "payload":
+        return tuple(p for p in SOLVER_PARAMS if p not in JOINT_TORQUE_PARAMS)
+    return SOLVER_PARAMS
 
 
 SIMULATOR_PARAMS = _simulator_params()

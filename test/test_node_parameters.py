@@ -26,7 +26,8 @@ from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.simulator import Simulator
 from inertial_id.nodes.solver import Solver
-from inertial_id.param_table import NODE_PARAMS
+from inertial_id.param_table import JOINT_TORQUE_PARAMS, NODE_PARAMS, solver_params
+from inertial_id.settings import online_config
 
 URDF = bundled_urdf_path()
 CLASSES = {"gatherer": Gatherer, "kinematics": Kinematics, "solver": Solver,
@@ -51,7 +52,7 @@ def make(name: str, context: rclpy.Context, **values: object) -> Node:
 def test_every_parameter_is_described_with_unit_range_and_read_only_flag(
         name: str, context: rclpy.Context) -> None:
     node = make(name, context)
-    for param in NODE_PARAMS[name]:
+    for param in getattr(node, "declared_params", lambda: NODE_PARAMS[name])():
         d = node.describe_parameter(param.name)
         assert d.description.startswith(param.description), param.name
         if param.numeric:
@@ -80,6 +81,32 @@ def test_restart_only_parameters_are_read_only_and_tunables_are_not() -> None:
     gatherer = {p.name for p in NODE_PARAMS["gatherer"] if p.live}
     assert gatherer == {"publish_rate"}
     assert not any(p.live for p in NODE_PARAMS["kinematics"] + NODE_PARAMS["simulator"])
+
+
+def test_the_ft_solver_declares_no_joint_torque_parameters_and_ignores_them(
+        context: rclpy.Context) -> None:
+    """links_*, payload_frame and links_file belong to the joint-torque modes: the F/T solver
+    does not declare them, and a file that still gives them to it does not stop it (replay
+    takes them too); a misspelt name still does."""
+    joint_torque = {p.name for p in JOINT_TORQUE_PARAMS}
+    assert {"links_method", "links_decimation", "payload_frame", "links_file"} <= joint_torque
+    assert not joint_torque & {p.name for p in solver_params("payload")}
+    given = {"links_method": "qp", "links_decimation": 3, "payload_frame": "tool0"}
+    solver = make("solver", context, **given)
+    try:
+        assert not any(solver.has_parameter(name) for name in joint_torque)
+        assert solver.online is not None and solver.has_parameter("confidence")
+    finally:
+        solver.destroy_node()
+    online_config(given)  # replay's solver section
+    links = make("solver", context, mode="links", links_method="qp")
+    try:
+        assert all(links.has_parameter(name) for name in joint_torque)
+        assert links.get_parameter("links_method").value == "qp"
+    finally:
+        links.destroy_node()
+    with pytest.raises(InertialIdError, match="solver has no parameter.s. links_methd"):
+        make("solver", context, links_methd="qp")
 
 
 def test_an_integer_is_accepted_for_a_double(context: rclpy.Context) -> None:

@@ -57,6 +57,7 @@ from inertial_id.nodes.common import (
     RecentValues,
     RobotDescription,
     UpstreamLoss,
+    given_value,
     pipeline_qos,
     steady_timer,
     to_stamp,
@@ -74,7 +75,8 @@ from inertial_id.nodes.conversions import (
 from inertial_id.nodes.links import LinksMode
 from inertial_id.nodes.runner import run
 from inertial_id.nodes.torque_payload import TorquePayloadMode
-from inertial_id.param_table import SOLVER_PARAMS
+from inertial_id.param_spec import Param
+from inertial_id.param_table import SOLVER_MODE, SOLVER_PARAMS, solver_params
 from inertial_id.settings import (
     initial_payload,
     online_config,
@@ -103,6 +105,11 @@ class Solver(PipelineNode):
     """See the module docstring."""
 
     NAME, PARAMS = "solver", SOLVER_PARAMS
+
+    def declared_params(self) -> tuple[Param, ...]:
+        """The F/T solver (``mode`` payload) leaves out the joint-torque modes' parameters
+        (:func:`~inertial_id.param_table.solver_params`)."""
+        return solver_params(given_value(self, SOLVER_MODE.name, SOLVER_MODE.default))
 
     def setup(self, values: dict[str, Any]) -> None:
         """The estimator (from a saved payload if given), publishers, services, timers; or

@@ -38,6 +38,7 @@ from inertial_id.nodes.common.parameters import (
     declare_all,
     declare_param,
     descriptor,
+    given_value,
     parameter_type,
 )
 from inertial_id.nodes.common.qos import latched_qos, pipeline_qos, sensor_qos
@@ -47,6 +48,6 @@ from inertial_id.nodes.common.streams import DropWatch, Silence, UpstreamLoss
 __all__ = ["DOUBLE_MAX", "INT64_MAX", "ApplyFn", "Diagnostics", "DropWatch", "FiniteGuard",
            "LiveParameters", "Number", "PipelineNode", "RecentValues", "RobotDescription",
            "Silence", "StatusFn", "UpstreamLoss", "all_finite", "check", "coerce", "declare",
-           "declare_all", "declare_param", "descriptor", "diagnostic_value", "init",
+           "declare_all", "declare_param", "descriptor", "diagnostic_value", "given_value", "init",
            "latched_qos", "make_executor", "parameter_type", "period_ns", "pipeline_qos",
            "sensor_qos", "set_period", "spin", "steady_timer", "to_seconds", "to_stamp"]

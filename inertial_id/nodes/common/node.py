@@ -30,9 +30,14 @@ class PipelineNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(self.NAME, **kwargs)
         self.is_set_up = False
-        declare_all(self, self.PARAMS, self._apply)
+        declare_all(self, self.declared_params(), self._apply, self.PARAMS)
         if not self.managed:
             self.set_up()
+
+    def declared_params(self) -> tuple[Param, ...]:
+        """The parameters this node declares: :attr:`PARAMS` (the solver's depend on its
+        mode); a value given for one of :attr:`PARAMS` it does not declare is ignored."""
+        return self.PARAMS
 
     def set_up(self) -> None:
         """:meth:`setup` with the parameters' current values."""

@@ -199,14 +199,29 @@ def declare(node: Node, name: str, default: Any, description: str,
                                      kinds.get(array_type) if array_type else None))
 
 
-def declare_all(node: Node, params: Sequence[Param],
-                apply: ApplyFn | None = None) -> dict[str, Any]:
+def given_value(node: Node, name: str, default: Any) -> Any:
+    """The value given to ``node`` for ``name`` at start-up (:func:`_overrides`), before it
+    is declared; ``default`` when none is."""
+    given = _overrides(node).get(name)
+    return default if given is None or given.value is None else _plain(given.value)
+
+
+def declare_all(node: Node, params: Sequence[Param], apply: ApplyFn | None = None,
+                known: Sequence[Param] = ()) -> dict[str, Any]:
     """Declare every parameter of a node's table (:mod:`inertial_id.param_table`); their values,
     validated (:class:`InertialIdError` saying which is wrong; a name given at start-up that
-    the table lacks is refused as replay refuses it, :func:`check_known`). Live parameters
-    then change at runtime through ``apply`` (:class:`LiveParameters`;
+    neither the table nor ``known`` lists is refused as replay refuses it,
+    :func:`check_known`). A name only ``known`` lists (the solver's joint-torque parameters
+    given to the F/T solver: another mode's) is not declared: it is ignored, with a log line.
+    Live parameters then change at runtime through ``apply`` (:class:`LiveParameters`;
     ``node.live_parameters``)."""
-    check_known(tuple(params), _overrides(node), node.get_name())
+    overrides = _overrides(node)
+    check_known((*params, *known), overrides, node.get_name())
+    declared = {p.name for p in params}
+    unused = sorted({p.name for p in known} & set(overrides) - declared)
+    if unused:
+        node.get_logger().info(f"not used here, ignored: {', '.join(unused)} (parameters of "
+                               "another mode)")
     values = {p.name: declare_param(node, p) for p in params}
     validate(tuple(params), values, node.get_name())
     node.live_parameters = LiveParameters(node, params, values, apply)
