@@ -20,8 +20,11 @@ viscous, N m) each recording has
 Each recording's links are identified on each window (phase) of ``PHASE`` s after its start by
 :func:`inertial_id.core.trends.friction_by_phase` (``identify_links``, the identify-links
 workflow; velocities and accelerations by ``joint_data``'s Savitzky-Golay filter, as
-identify-links does), giving batch-table rows (``inertial_id.batch.COLUMNS``). The row's mass
-is the simulated tool's (a payload identification would give it within a fraction of a %).
+identify-links does), giving batch-table rows (``inertial_id.batch.COLUMNS``): in memory
+(:func:`table_rows`, the row's mass the simulated tool's), or from the bags
+(:func:`write_bags`, stamped by the schedule) through ``inertial-id batch --mode joint-torque``
+with the link model of :func:`reference_model` (bench/trends.py), which runs the same
+``friction_by_phase`` and identifies the mass from the joint torques.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ PHASE = 10.0
 """s: the length of one identification window (phase)."""
 FIRST = 1_767_225_600.0
 """Stamp of the first recording (2026-01-01 UTC)."""
+JOINT_STATE_TOPIC = "/joint_states"
 
 
 @dataclass(frozen=True)
@@ -194,12 +198,39 @@ def injected(rows: list[dict[str, Any]], series: Series, options: TrendOptions
 
 
 def write_bags(series: Series, robot: str, identifier: Identifier, folder: Path) -> list[Path]:
-    """The recordings as bags (``write_current_bag``), ``folder/ROBOT/recKK``."""
-    from inertial_id.core.current_arm import write_current_bag
+    """The recordings as bags, ``folder/ROBOT/recKK``: their joint states (positions, rad;
+    velocities, rad/s; efforts, N m) stamped from the schedule's ``stamp`` (s), so a batch
+    table dates each recording as the schedule does."""
+    from inertial_id.bags import JOINT_STATE, joint_state_message, write_bag
 
+    names = identifier.arm.joint_names
     paths = []
     for k, entry in enumerate(schedule(series)):
         rec = record(identifier.arm, series, entry)
-        paths.append(write_current_bag(folder / robot / f"rec{k:02d}", identifier.arm, rec,
-                                       tool(entry["mass"])))
+        stamps = entry["stamp"] + rec["t"]
+        path = folder / robot / f"rec{k:02d}"
+        write_bag(path, ((JOINT_STATE_TOPIC, JOINT_STATE, float(t) + 1e-4, joint_state_message(
+            float(t), names, rec["position"][i], rec["velocity"][i], rec["effort"][i]))
+            for i, t in enumerate(stamps)))
+        paths.append(path)
     return paths
+
+
+def reference_model(identifier: Identifier, folder: Path, method: str = "sdp") -> Path:
+    """``folder/model.yaml``: ``inertial-id identify-links`` on a 30 s recording of the arm
+    holding nothing (no warm-up, no wear), with the friction settings of
+    :class:`Identifier` (tanh Coulomb, v0 0.02 rad/s, no direction memory) and a fixed prior
+    weight; sdp gives the links the payload identification of the batch needs."""
+    from inertial_id.cli import main
+    from inertial_id.core.current_arm import write_current_bag
+
+    empty = {"phases": 3, "mass": 1e-6, "months": 0.0, "seed": 999}
+    rec = record(identifier.arm, Series(warmup=0.0, load=0.0), empty)
+    bag = write_current_bag(folder / "unloaded", identifier.arm, rec, tool(1e-6))
+    model = folder / "model.yaml"
+    status = main(["identify-links", str(bag), "--urdf", bundled_urdf_path(), "--method", method,
+                   "--prior-weight", "1e-7", "--smooth-coulomb", "--velocity-threshold", "0.02",
+                   "--direction-memory", "off", "--output", str(model)])
+    if status:
+        raise RuntimeError(f"identify-links exit status {status}")
+    return model

@@ -3,15 +3,19 @@
 Two robots of the same simulated motor-current arm (bench/_trends_data.py), each with
 ``--recordings`` recordings a month apart, warm-up in every recording, a tool change halfway
 and recordings growing longer: ``drifting`` with a Coulomb drift of ``--drift`` per month on
-one joint (wear), ``warm-up`` without. Each recording is written as a bag, read back with
-``read_joint_bag`` and identified per 10 s phase by the identify-links workflow
-(``friction_by_phase``); the rows go into a batch table (Parquet) and through
+one joint (wear), ``warm-up`` without. Each recording is written as a bag (stamped by its date)
+under ``bags/ROBOT/``. By default (``--source batch``) the table is what a fleet would run:
+``inertial-id identify-links`` on a recording of the arm holding nothing gives the link model,
+then ``inertial-id batch --mode joint-torque --links model.yaml --phase 10`` identifies every
+bag per 10 s phase (friction, residual, payload mass) on a local Dask cluster of ``--workers``;
+``--source memory`` reads each bag back and identifies it in this process
+(``friction_by_phase``, the mass the simulated tool's). The table goes through
 ``inertial-id trends``. Prints, per robot, what was flagged and the drift's size against the
 injected one, and what the same rows say without the controls (phases and tools pooled; and
-one identification per whole recording).
+one identification per whole recording, a second batch with one phase per bag).
 
     python bench/trends.py                       # 12 recordings, +3 %/month on elbow_joint
-    python bench/trends.py --recordings 24 --drift 0.01 --method sdp --json out.json
+    python bench/trends.py --source memory --recordings 24 --drift 0.01 --json out.json
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _trends_data as td  # noqa: E402
 
-from inertial_id.batch import write_table  # noqa: E402
+from inertial_id.batch import read_table, write_table  # noqa: E402
 from inertial_id.cli import main as cli  # noqa: E402
 from inertial_id.core.trends import TrendOptions, drift_tests, friction_points  # noqa: E402
 from inertial_id.joint_records import read_joint_bag  # noqa: E402
@@ -35,14 +39,32 @@ from inertial_id.joint_records import read_joint_bag  # noqa: E402
 
 def bag_rows(series: td.Series, robot: str, identifier: td.Identifier, folder: Path,
              whole: bool = False) -> list[dict]:
-    """Write the series' bags, read each back and identify it per phase."""
+    """Read the series' bags (written in ``folder/ROBOT``) back and identify each per phase
+    in this process (``--source memory``)."""
     rows = []
-    bags = td.write_bags(series, robot, identifier, folder)
-    for k, (entry, bag) in enumerate(zip(td.schedule(series), bags, strict=True)):
-        position, effort = read_joint_bag(bag)
+    for k, entry in enumerate(td.schedule(series)):
+        position, effort = read_joint_bag(folder / robot / f"rec{k:02d}")
         found = identifier.rows(position, effort, td.phases_of(entry, whole))
         rows += td.bag_rows(robot, k, entry, found)
     return rows
+
+
+def batch_rows(folder: Path, model: Path, args: argparse.Namespace, phase: float,
+               name: str) -> dict[str, list[dict]]:
+    """``inertial-id batch --mode joint-torque`` over ``folder/bags`` into ``folder/NAME``;
+    its rows per robot (the directory holding the bag)."""
+    table = folder / name
+    status = cli(["batch", str(folder / "bags"), "--output", str(table), "--mode", "joint-torque",
+                  "--links", str(model), "--phase", f"{phase:g}", "--method", args.method,
+                  "--workers", str(args.workers), "--no-progress"])
+    rows = read_table(table)
+    if status or any(r["error"] for r in rows):
+        raise RuntimeError(f"batch exit status {status}: "
+                           f"{[r['error'] for r in rows if r['error']]}")
+    out: dict[str, list[dict]] = {}
+    for row in rows:
+        out.setdefault(row["robot"], []).append(row)
+    return out
 
 
 def summary(tests: list, label: str) -> dict:
@@ -98,6 +120,10 @@ def main() -> int:
                         help="Coulomb drift of the drifting robot, share per month")
     parser.add_argument("--method", default="wls", choices=("wls", "qp", "sdp"),
                         help="identify-links method (sdp: prior weight chosen by CV; slow)")
+    parser.add_argument("--source", choices=("batch", "memory"), default="batch",
+                        help="the friction rows from inertial-id batch --mode joint-torque "
+                             "(default) or identified in this process")
+    parser.add_argument("--workers", type=int, default=2, help="batch: local Dask workers")
     parser.add_argument("--seeds", type=int, default=0,
                         help="also repeat both series (in memory) with this many other seeds "
                              "and count flags")
@@ -110,17 +136,31 @@ def main() -> int:
     robots = {"drifting": td.Series(recordings=args.recordings, drift=args.drift),
               "warm-up": td.Series(recordings=args.recordings)}
     out: dict = {"recordings": args.recordings, "drift_joint": joint,
-                 "drift_share_per_month": args.drift, "method": args.method, "robots": {}}
+                 "drift_share_per_month": args.drift, "method": args.method,
+                 "source": args.source, "robots": {}}
     options = TrendOptions()
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.output or Path(scratch)
-        rows = {}
         for robot, series in robots.items():
-            rows[robot] = bag_rows(series, robot, identifier, folder / "bags")
+            td.write_bags(series, robot, identifier, folder / "bags")
         table = folder / "fleet.parquet"
-        write_table(rows["drifting"] + rows["warm-up"], table)
+        if args.source == "batch":
+            model = td.reference_model(identifier, folder)
+            rows = batch_rows(folder, model, args, td.PHASE, table.name)
+            whole = batch_rows(folder, model, args, 1e4, "whole.parquet")
+        else:
+            rows = {robot: bag_rows(series, robot, identifier, folder / "bags")
+                    for robot, series in robots.items()}
+            whole = {robot: bag_rows(series, robot, identifier, folder / "bags", whole=True)
+                     for robot, series in robots.items()}
+            write_table(rows["drifting"] + rows["warm-up"], table)
+        out["masses"] = {robot: [min(r["mass"] for r in rows[robot]),
+                                 max(r["mass"] for r in rows[robot])] for robot in robots}
+        out["contacts"] = {robot: sum(r["contacts"] or 0 for r in rows[robot])
+                           for robot in robots}
         print(f"{sum(map(len, rows.values()))} rows from {2 * args.recordings} bags "
-              f"({time.perf_counter() - begin:.1f} s); inertial-id trends {table}:")
+              f"({time.perf_counter() - begin:.1f} s, {args.source}); masses (kg) "
+              f"{out['masses']}, contacts {out['contacts']}; inertial-id trends {table}:")
         status = cli(["trends", str(table), "--output", str(folder / "report")])
         report = json.loads((folder / "report" / "trends.json").read_text())
         for robot, series in robots.items():
@@ -138,9 +178,9 @@ def main() -> int:
                      "estimate": {k: mine[k] for k in ("percent", "low", "high", "p",
                                                        "p_adjusted", "n", "strata")},
                      "injected_percent": expected}
-            whole = bag_rows(series, robot, identifier, folder / "whole", whole=True)
-            value["whole"] = summary(drift_tests(friction_points(whole, options), options,
-                                                 stratify=False), "one fit per recording")
+            value["whole"] = summary(drift_tests(friction_points(whole[robot], options),
+                                                 options, stratify=False),
+                                     "one fit per recording")
             out["robots"][robot] = value
     if args.seeds:
         out["seeds"] = repeat(args, identifier, joint, options)

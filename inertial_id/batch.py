@@ -1,7 +1,8 @@
 """Many bags through the same replay, in parallel on a Dask cluster, into one table.
 
 ``inertial-id batch BAG... --output TABLE.parquet|.csv`` runs :func:`inertial_id.replay.replay`
-(payload mode) on every bag, one Dask task per bag, on a :class:`distributed.LocalCluster` of
+(payload mode; joint-torque mode: :mod:`inertial_id.batch_torque`) on every bag, one Dask task
+per bag, on a :class:`distributed.LocalCluster` of
 ``--workers`` processes or on an existing cluster (``--scheduler tcp://HOST:PORT``), and
 writes one row per bag and payload segment (:data:`COLUMNS`). A bag that fails is a row with
 its one-line error; a task whose worker died is retried elsewhere (``retries``); bags already
@@ -20,9 +21,10 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from distributed import Client
 
+    from inertial_id.batch_torque import TorqueSettings
     from inertial_id.replay import ReplayResult
 
 BAG_SUFFIXES = (".mcap", ".db3")
@@ -46,48 +49,18 @@ DEFAULT_RETRIES = 2
 # Column name -> type: "str", "int", "float", "bool", "floats" (a list of floats), "strs",
 # "intervals" (a list of [start, end]). Parquet and CSV have the same columns, failures too.
 COLUMNS: dict[str, str] = {
-    "robot": "str",
-    "bag": "str",
-    "segment": "int",
-    "segments": "int",
-    "error": "str",
-    "start_stamp": "float",
-    "end_stamp": "float",
-    "start_s": "float",
-    "end_s": "float",
-    "frame": "str",
-    "mass": "float",
-    "com": "floats",
-    "inertia_com": "floats",
-    "pi": "floats",
-    "std": "floats",
-    "com_std": "floats",
-    "inertia_com_std": "floats",
-    "wrench_offset": "floats",
-    "physically_consistent": "bool",
-    "converged_mass": "bool",
-    "converged_com": "bool",
-    "converged_inertia": "bool",
-    "setup_errors": "strs",
-    "contacts": "int",
-    "contact_intervals": "intervals",
-    "contact_peak_t2": "floats",
-    "peak_t2": "float",
-    "payload_changes": "floats",
-    "wrenches": "int",
-    "synchronised": "int",
-    "samples_used": "int",
-    "used_share": "float",
-    "gatherer_dropped": "int",
-    "solver_dropped": "int",
-    "ledger": "str",
-    "filter": "str",
-    "filter_window": "int",
-    "filter_lag": "int",
-    "wrench_delay": "float",
-    "wrench_delay_estimate": "str",
-    "joints": "strs", "friction_names": "strs", "friction": "floats",
-    "friction_std": "floats", "residual_rms": "floats",
+    "robot": "str", "bag": "str", "segment": "int", "segments": "int", "error": "str",
+    "start_stamp": "float", "end_stamp": "float", "start_s": "float", "end_s": "float",
+    "frame": "str", "mass": "float", "com": "floats", "inertia_com": "floats", "pi": "floats",
+    "std": "floats", "com_std": "floats", "inertia_com_std": "floats", "wrench_offset": "floats",
+    "physically_consistent": "bool", "converged_mass": "bool", "converged_com": "bool",
+    "converged_inertia": "bool", "setup_errors": "strs", "contacts": "int",
+    "contact_intervals": "intervals", "contact_peak_t2": "floats", "peak_t2": "float",
+    "payload_changes": "floats", "wrenches": "int", "synchronised": "int", "samples_used": "int",
+    "used_share": "float", "gatherer_dropped": "int", "solver_dropped": "int", "ledger": "str",
+    "filter": "str", "filter_window": "int", "filter_lag": "int", "wrench_delay": "float",
+    "wrench_delay_estimate": "str", "joints": "strs", "friction_names": "strs",
+    "friction": "floats", "friction_std": "floats", "residual_rms": "floats",
 }
 """The table's columns. ``start_s``/``end_s`` are seconds since the bag's first message,
 ``*_stamp`` the same as stamps (s). The last segment carries the replay's final estimate
@@ -111,7 +84,8 @@ class BagTask:
 @dataclass(frozen=True)
 class BatchOptions:
     """What to replay and where. ``workers``: processes of the local cluster (one thread
-    each); ``scheduler``: the address of an existing cluster instead."""
+    each); ``scheduler``: the address of an existing cluster instead; ``torque``: the
+    joint-torque mode's settings (None: payload mode)."""
 
     inputs: tuple[str, ...]
     output: Path
@@ -123,6 +97,7 @@ class BatchOptions:
     max_dropped: float = 0.01
     retry_failed: bool = False
     progress: bool = True
+    torque: TorqueSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -303,6 +278,18 @@ def replay_bag(task: BagTask, params: str | None, max_dropped: float) -> list[di
         return [error_row(task, exc)]
 
 
+def torque_bag(task: BagTask, settings: TorqueSettings) -> list[dict[str, Any]]:
+    """The rows of one bag in joint-torque mode (a Dask task,
+    :mod:`inertial_id.batch_torque`): one per phase, or one row with the bag's error."""
+    from inertial_id.batch_torque import phase_rows, setup
+
+    try:
+        rows = phase_rows(task.bag, settings, setup(settings))
+    except Exception as exc:  # noqa: BLE001 - any failure is the bag's row, not a dead batch
+        return [error_row(task, exc)]
+    return [{**_empty_row(task), **row} for row in rows]
+
+
 # --- the table -------------------------------------------------------------------------------
 
 def _arrow_schema() -> pa.Schema:
@@ -418,13 +405,23 @@ def run_batch(options: BatchOptions) -> BatchSummary:
     if options.params is not None and not Path(options.params).is_file():
         raise InertialIdError(f"{options.params}: no such parameter file")
     params = None if options.params is None else str(Path(options.params).resolve())
+    if options.torque is None:
+        job = partial(replay_bag, params=params, max_dropped=options.max_dropped)
+    else:
+        from inertial_id.batch_torque import setup
+
+        if params is not None:
+            raise InertialIdError("--params is for payload mode (the joint-torque mode's "
+                                  "settings come from the link model)")
+        setup(options.torque)  # a bad model is one error, not one per bag
+        job = partial(torque_bag, settings=options.torque)
     rows = read_table(options.output)
     keep = [r for r in rows if not (options.retry_failed and r["error"] is not None)]
     done = {r["bag"] for r in keep}
     tasks = [BagTask(str(bag), robot_of(bag, manifest)) for bag in bags if str(bag) not in done]
     failed = 0
     if tasks:
-        new_rows = _run_tasks(tasks, options, params, keep)
+        new_rows = _run_tasks(tasks, options, job, keep)
         failed = sum(1 for r in new_rows if r["error"] is not None and r["segment"] == 0)
         keep += new_rows
     write_table(keep, options.output)
@@ -457,10 +454,11 @@ def dask_client(workers: int | None, scheduler: str | None, tasks: int) -> Itera
             cluster.close()
 
 
-def _run_tasks(tasks: Sequence[BagTask], options: BatchOptions, params: str | None,
+def _run_tasks(tasks: Sequence[BagTask], options: BatchOptions,
+               job: Callable[[BagTask], list[dict[str, Any]]],
                previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every task on the cluster; the table is saved every :data:`SAVE_EVERY` s meanwhile and
-    when the batch is stopped, so a re-run resumes there."""
+    """``job`` of every task on the cluster; the table is saved every :data:`SAVE_EVERY` s
+    meanwhile and when the batch is stopped, so a re-run resumes there."""
     from distributed import as_completed
     from tqdm import tqdm
 
@@ -468,8 +466,7 @@ def _run_tasks(tasks: Sequence[BagTask], options: BatchOptions, params: str | No
     with dask_client(options.workers, options.scheduler, len(tasks)) as client:
         bar = tqdm(total=len(tasks), unit="bag", desc="batch", disable=not options.progress)
         try:
-            futures = {client.submit(replay_bag, task, params, options.max_dropped,
-                                     retries=options.retries, pure=False): task
+            futures = {client.submit(job, task, retries=options.retries, pure=False): task
                        for task in tasks}
             saved = time.monotonic()
             for future in as_completed(futures):

@@ -122,7 +122,14 @@ patterns. Writes one row per bag and payload segment to TABLE (.parquet or .csv)
 stamps, estimate with std and verdicts, set-up errors, contacts, payload changes, the data
 ledger, the filter. A bag that fails is a row with its error; bags already in the table are
 skipped, so a stopped batch resumes. See docs/fleet.md. Exit status 0, or 3 when a bag failed
-or the input is unusable."""
+or the input is unusable.
+
+--mode joint-torque (arms without a wrist F/T sensor): per bag, its joint states with efforts
+cut into --phase windows after the bag's start; on each, the link identification of
+identify-links with the settings of the link model --links (identify-links' output: URDF,
+joints, friction model, method, prior weight), its friction coefficients with std and the
+residual RMS per joint, and the payload of identify-payload --links; one row per bag and
+phase (what `inertial-id trends` reads)."""
 
 
 def _add_batch(sub: argparse._SubParsersAction) -> None:
@@ -145,6 +152,22 @@ def _add_batch(sub: argparse._SubParsersAction) -> None:
     batch.add_argument("--max-dropped", type=float, default=0.01, metavar="SHARE",
                        help="a bag fails when more than this share of its messages is "
                             "unusable (default 0.01)")
+    torque = batch.add_argument_group("joint-torque mode")
+    torque.add_argument("--mode", choices=("payload", "joint-torque"), default="payload",
+                        help="payload (the wrist F/T replay, default) or joint-torque (links, "
+                             "friction and payload from joint efforts, per phase)")
+    torque.add_argument("--links", type=Path, metavar="MODEL.yaml",
+                        help="joint-torque: the link model (identify-links' output)")
+    torque.add_argument("--urdf", help="joint-torque: the URDF (default: the model's)")
+    torque.add_argument("--phase", type=float, default=600.0, metavar="S",
+                        help="joint-torque: length of a phase after the bag's start, s "
+                             "(default 600)")
+    torque.add_argument("--method", choices=("wls", "pls", "sdp", "qp"),
+                        help="joint-torque: identification method (default: the model's)")
+    torque.add_argument("--payload-frame", metavar="FRAME",
+                        help="joint-torque: frame of the payload (default: the last link's)")
+    torque.add_argument("--joint-states-topic", metavar="TOPIC",
+                        help="joint-torque: the JointState topic (default: the only one)")
 
 
 def _add_simulate(sub: argparse._SubParsersAction) -> None:
@@ -302,14 +325,24 @@ def _replay(args: argparse.Namespace) -> int:
 def _batch(args: argparse.Namespace) -> int:
     # Dask and pyarrow load here, when a batch runs: nothing else needs them.
     from inertial_id.batch import BatchOptions, run_batch, summary_line
+    from inertial_id.core.errors import InertialIdError
     from inertial_id.replay import check_writable
 
     check_writable(args.output)
+    torque = None
+    if (args.mode == "joint-torque") != (args.links is not None):
+        raise InertialIdError("--mode joint-torque needs --links MODEL.yaml, and --links is "
+                              "for --mode joint-torque")
+    if args.links is not None:
+        from inertial_id.batch_torque import TorqueSettings
+
+        torque = TorqueSettings(str(args.links.resolve()), args.urdf, args.phase, args.method,
+                                args.payload_frame, args.joint_states_topic)
     summary = run_batch(BatchOptions(
         inputs=tuple(args.bags), output=args.output, params=args.params,
         manifest=args.manifest, workers=args.workers, scheduler=args.scheduler,
         max_dropped=args.max_dropped, retry_failed=args.retry_failed,
-        progress=not args.no_progress,
+        progress=not args.no_progress, torque=torque,
     ))
     print(summary_line(summary))
     print(f"wrote {args.output}")

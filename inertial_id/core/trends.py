@@ -279,18 +279,27 @@ def phase_name(row: Mapping[str, Any], tolerance: float) -> str:
 def payload_trends(rows: Sequence[Mapping[str, Any]], options: TrendOptions
                    ) -> dict[str, Any]:
     """Per tool: its points ``(stamp s, mass kg, bag, segment)``, median mass and a
-    build-up test (kg per month; Holm across the robot's tools)."""
+    build-up test (kg per month; Holm across the robot's tools). Joint-torque rows (with
+    ``friction_names``: one per phase, the mass from joint torques, which carries the phase's
+    unmodelled friction such as warm-up) are compared within their phase (stratified test);
+    payload-mode rows (one per payload segment) within their tool only."""
     rows = [r for r in rows if r["mass"] is not None]
     names = tool_names(rows, options)
     series: dict[str, list[tuple[float, float, str, int]]] = defaultdict(list)
+    strata: dict[str, list[str]] = defaultdict(list)
     for row, name in zip(rows, names, strict=True):
         series[name].append((float(row["start_stamp"]), float(row["mass"]), str(row["bag"]),
                              int(row["segment"])))
+        strata[name].append(phase_name(row, options.phase_tolerance)
+                            if row.get("friction_names") else "all")
     out = {}
     for name, points in sorted(series.items()):
-        t = np.array([p[0] for p in points])
+        groups: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for point, stratum in zip(points, strata[name], strict=True):
+            groups[stratum].append(point[:2])
+        test = trend_test([(np.array([p[0] for p in g]), np.array([p[1] for p in g]))
+                           for _, g in sorted(groups.items())], options.alpha)
         m = np.array([p[1] for p in points])
-        test = trend_test([(t, m)], options.alpha)
         out[name] = {"mass": float(np.median(m)), "points": [list(p) for p in points],
                      "test": asdict(test)}
     adjusted = holm([v["test"]["p"] for v in out.values()]) if out else []
