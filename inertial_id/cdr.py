@@ -181,8 +181,10 @@ class CdrDecoder:
                            _reshaped(values, times.size))
         values, pos = self._doubles(raw, pos)
         noise = unpack_noise(values, times.size)
+        values, pos = self._doubles(raw, pos)
+        products = None if values.size == 0 and times.size else _reshaped(values, times.size)
         span, pos = self._float64(raw, pos)
-        return (SyncedSamples(times, *fields, *matched, noise), names, frame_id,
+        return (SyncedSamples(times, *fields, *matched, noise, products), names, frame_id,
                 self._count(raw, pos), span)
 
     def sensor_samples(self, raw: bytes
@@ -200,6 +202,9 @@ class CdrDecoder:
             samples[field], pos = self._rows(raw, pos, times.size, 6)
         values, pos = self._doubles(raw, pos)
         samples["acceleration_noise"] = unpack_noise(values, times.size)
+        values, pos = self._doubles(raw, pos)
+        samples["angular_products"] = (None if values.size == 0 and times.size
+                                       else _reshaped(values, times.size))
         samples["filter_span"], pos = self._float64(raw, pos)
         return samples, frame_id, self._count(raw, pos)
 
@@ -326,6 +331,7 @@ class CdrEncoder:
         for values in (batch.twist, batch.proper_acceleration):
             self._doubles(out, () if values is None else values)
         self._doubles(out, pack_noise(batch.acceleration_noise))
+        self._doubles(out, () if batch.angular_products is None else batch.angular_products)
         self._float64(out, filter_span)
         self._uint64(out, samples_before)
         return bytes(out)
@@ -340,16 +346,20 @@ class CdrEncoder:
 
     def sensor_samples(self, times: ArrayLike, frame_id: str, samples_before: int = 0,
                        acceleration_noise: NDArray[np.float64] | None = None,
-                       filter_span: float = 0.0, **fields: NDArray[np.float64]) -> bytes:
+                       filter_span: float = 0.0,
+                       angular_products: NDArray[np.float64] | None = None,
+                       **fields: NDArray[np.float64]) -> bytes:
         """An ``inertial_id/SensorSamples`` of N > 0 samples: ``times`` (N,) s, the (N, 6)
         arrays named in :data:`SENSOR_FIELDS`, the (N, 6, 6) ``acceleration_noise`` or
-        None and ``filter_span`` (s) (header stamp: the last sample's)."""
+        None, ``filter_span`` (s) and the (N, 6) ``angular_products`` or None (header stamp:
+        the last sample's)."""
         times = np.asarray(times, dtype=float)
         out = self._header(float(times[-1]), frame_id)
         self._times(out, times)
         for name in SENSOR_FIELDS:
             self._doubles(out, fields[name])
         self._doubles(out, pack_noise(acceleration_noise))
+        self._doubles(out, () if angular_products is None else angular_products)
         self._float64(out, filter_span)
         self._uint64(out, samples_before)
         return bytes(out)

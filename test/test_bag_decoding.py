@@ -262,8 +262,10 @@ def _batch(data: st.DataObject, n: int, matched: bool = False) -> SyncedSamples:
     times = np.sort(np.array(data.draw(st.lists(STAMPS, min_size=size, max_size=size))))
     widths = (n, n, n, 6, 6) + ((6, 6) if matched else ())
     noise = _noise(data, size) if matched and data.draw(st.booleans()) else None
+    products = _arrays(data.draw, size * 6).reshape(size, 6) if matched else None
     return SyncedSamples(times, *(_arrays(data.draw, size * width).reshape(size, width)
-                                  for width in widths), acceleration_noise=noise)
+                                  for width in widths), acceleration_noise=noise,
+                         angular_products=products)
 
 
 @given(st.data())
@@ -289,8 +291,10 @@ def test_joint_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObjec
         twist=empty if batch.twist is None else batch.twist.ravel(),
         proper_acceleration=(empty if batch.proper_acceleration is None
                              else batch.proper_acceleration.ravel()),
-        acceleration_noise=pack_noise(batch.acceleration_noise), filter_span=span,
-        samples_before=before)
+        acceleration_noise=pack_noise(batch.acceleration_noise),
+        angular_products=(empty if batch.angular_products is None
+                          else batch.angular_products.ravel()),
+        filter_span=span, samples_before=before)
     assert raw == bytes(BATCH_TYPES.serialize_cdr(expected, "inertial_id/msg/JointSamples"))
     decoded, decoded_names, decoded_frame, decoded_before, decoded_span = (
         CdrDecoder().joint_samples(raw))
@@ -305,7 +309,7 @@ def test_joint_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObjec
         np.testing.assert_array_equal(np.asarray(getattr(ros, field)),
                                       getattr(batch, field).ravel())
     assert decoded.matched == batch.matched
-    for field in ("twist", "proper_acceleration"):
+    for field in ("twist", "proper_acceleration", "angular_products"):
         if batch.matched:
             np.testing.assert_array_equal(getattr(decoded, field), getattr(batch, field))
         assert np.asarray(getattr(ros, field)).size == (6 * len(batch) if batch.matched else 0)
@@ -327,12 +331,16 @@ def test_sensor_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObje
     before = data.draw(st.integers(0, 2**64 - 1))
     noise = _noise(data, len(batch)) if data.draw(st.booleans()) else None
     span = data.draw(st.floats(0.0, 1.0))
-    raw = CdrEncoder().sensor_samples(batch.times, frame, before, noise, span, **fields)
+    products = batch.acceleration if data.draw(st.booleans()) else None
+    raw = CdrEncoder().sensor_samples(batch.times, frame, before, noise, span, products,
+                                      **fields)
     expected = BATCH_TYPES.types["inertial_id/msg/SensorSamples"](
         header=_rosbags_header(batch.times[-1], frame),
         stamps=[_rosbags_time(t) for t in batch.times],
         **{name: values.ravel() for name, values in fields.items()},
-        acceleration_noise=pack_noise(noise), filter_span=span, samples_before=before)
+        acceleration_noise=pack_noise(noise),
+        angular_products=np.zeros(0) if products is None else products.ravel(),
+        filter_span=span, samples_before=before)
     assert raw == bytes(BATCH_TYPES.serialize_cdr(expected, "inertial_id/msg/SensorSamples"))
     samples, decoded_frame, decoded_before = CdrDecoder().sensor_samples(raw)
     assert (decoded_frame, decoded_before, samples["filter_span"]) == (frame, before, span)
@@ -340,6 +348,10 @@ def test_sensor_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObje
         samples["times"], [s + 1e-9 * ns for s, ns in map(stamp_parts, batch.times)])
     for name, values in fields.items():
         np.testing.assert_array_equal(samples[name], values)
+    if products is None:
+        assert samples["angular_products"] is None
+    else:
+        np.testing.assert_array_equal(samples["angular_products"], products)
     if noise is None:
         assert samples["acceleration_noise"] is None
     else:

@@ -123,9 +123,11 @@ class DriverCompensation:
         for k in np.unique(index):  # one or two segments per batch
             rows = index == k
             if self._values[k].any():
+                products = out.get("angular_products")
                 added[rows] = predicted_wrench(self._values[k], out["twist"][rows],
                                                out["proper_acceleration"][rows],
-                                               sign=self.sign)
+                                               sign=self.sign, products=None if products is None
+                                               else products[rows])
         for name in RESTORED:
             if out.get(name) is not None:
                 out[name] = out[name] + added

@@ -37,6 +37,7 @@ from inertial_id.core.online_types import (
     verdicts,
 )
 from inertial_id.core.payload import PayloadIdentifier
+from inertial_id.core.regressor import angular_products as products_of
 from inertial_id.core.regressor import predicted_wrench
 from inertial_id.core.setup_check import MIN_SAMPLES as SETUP_MIN_SAMPLES
 from inertial_id.core.setup_check import SetupCheck, SetupProblem
@@ -64,15 +65,17 @@ SETUP_CHECK_EVERY = 250
 """Samples between two set-up checks (:class:`SetupCheck`; a quarter second at 1 kHz)."""
 
 
-SAMPLE_COLUMNS = 54
+SAMPLE_COLUMNS = 60
 """Columns of a held sample: twist, proper acceleration, wrench (6 each), the acceleration's
-noise covariance (36, row-major)."""
+noise covariance (36, row-major), the angular-velocity products (6)."""
+NOISE, PRODUCTS = slice(18, 54), slice(54, 60)
+"""A held sample's columns of the acceleration's noise and of the angular-velocity products."""
 
 
 def _add_rows(identifier: PayloadIdentifier, rows: NDArray[np.float64]) -> None:
     """Held samples (see :data:`SAMPLE_COLUMNS`; later columns ignored) into ``identifier``."""
     identifier.add(rows[:, :6], rows[:, 6:12], rows[:, 12:18],
-                   rows[:, 18:SAMPLE_COLUMNS].reshape(-1, 6, 6))
+                   rows[:, NOISE].reshape(-1, 6, 6), rows[:, PRODUCTS])
 
 
 class OnlineEstimator:
@@ -172,21 +175,25 @@ class OnlineEstimator:
         """Whether the monitor currently flags a contact."""
         return self.monitor.in_contact
 
-    def predict(self, twist: ArrayLike, proper_acceleration: ArrayLike) -> NDArray[np.float64]:
-        """Wrench the sensor should read with the current estimate, (N, 6)."""
+    def predict(self, twist: ArrayLike, proper_acceleration: ArrayLike,
+                products: ArrayLike | None = None) -> NDArray[np.float64]:
+        """Wrench the sensor should read with the current estimate, (N, 6) (``products``:
+        the angular-velocity products, :func:`~inertial_id.core.regressor.regressor`)."""
         if self.estimate is None:
             raise InertialIdError("no estimate yet")
         return predicted_wrench(self.estimate.pi, twist, proper_acceleration,
-                                self.estimate.offset, self.identifier.sign)
+                                self.estimate.offset, self.identifier.sign, products)
 
     def add(self, times: ArrayLike, twist: ArrayLike, proper_acceleration: ArrayLike,
             wrench: ArrayLike, wrench_raw: ArrayLike | None = None,
             acceleration_noise: ArrayLike | None = None,
-            filter_span: float | None = None) -> StepResult:
+            filter_span: float | None = None,
+            angular_products: ArrayLike | None = None) -> StepResult:
         """Process a batch of N samples, oldest first: (N,) stamps, (N, 6) arrays, and
         optionally the (N, 6, 6) covariances of the acceleration's noise
-        (:meth:`PayloadIdentifier.add`) and the filter's past span (s, :attr:`filter_span`;
-        None keeps the last one). A batch with a NaN or inf raises
+        (:meth:`PayloadIdentifier.add`), the filter's past span (s, :attr:`filter_span`;
+        None keeps the last one) and the (N, 6) smoothed angular-velocity products (matched
+        filtering; None: the twist's own). A batch with a NaN or inf raises
         :class:`SampleError`, one with a finite value beyond
         :data:`~inertial_id.core.synchronizer.MAX_ABS_VALUE` :class:`ImplausibleValueError`
         (nothing of it is kept).
@@ -215,9 +222,14 @@ class OnlineEstimator:
             raise SampleError(f"batch shapes {t.shape} {v.shape} {a.shape} {w.shape} "
                               f"{raw.shape} {noise.shape} differ")
         noise = noise.reshape(t.size, 36)
-        if not all(np.isfinite(x).all() for x in (v, a, w, raw, noise)):
+        products = (products_of(v[:, 3:]) if angular_products is None
+                    else np.atleast_2d(np.asarray(angular_products, dtype=float)))
+        if products.shape != v.shape:
+            raise SampleError(f"angular-velocity products {products.shape} differ from the "
+                              f"twists' {v.shape}")
+        if not all(np.isfinite(x).all() for x in (v, a, w, raw, noise, products)):
             raise SampleError("batch contains NaN or inf")
-        if not all(plausible(x) for x in (v, a, w, raw, noise)):
+        if not all(plausible(x) for x in (v, a, w, raw, noise, products)):
             # Finite but no measurement (1e200): squared in the statistics they overflow,
             # and a conic solver given them may panic. Refused here, before anything holds them.
             raise ImplausibleValueError(f"batch contains values beyond {MAX_ABS_VALUE:g}")
@@ -225,7 +237,7 @@ class OnlineEstimator:
             self.filter_span = float(filter_span)
         self.received += t.size
         keep, jump_at = self.policy.filter(t)
-        rows = np.hstack((v, a, w, noise))
+        rows = np.hstack((v, a, w, noise, products))
         confirm = wrench_raw is not None and self.filter_span > 0.0
         if jump_at < 0:
             return self._step(*(x[keep] for x in (t, rows, raw)), confirm)
@@ -263,7 +275,7 @@ class OnlineEstimator:
         t2 = np.zeros(t.size)
         contact = np.zeros(t.size, dtype=bool)
         if self.estimate is not None:
-            prediction = self.predict(v, a)
+            prediction = self.predict(v, a, rows[:, PRODUCTS])
             residual = raw - prediction
             if self.config.monitor and (self.monitor.ready or self.converged and self.from_data):
                 filtered = w - prediction if confirm else None
@@ -369,7 +381,7 @@ class OnlineEstimator:
         except InertialIdError:
             return
         predicted = predicted_wrench(body.pi, rows[:, :6], rows[:, 6:12], self.estimate.offset,
-                                     self.identifier.sign)
+                                     self.identifier.sign, rows[:, PRODUCTS])
         raw = rows[:, SAMPLE_COLUMNS:]
         outliers = np.mean(self.monitor.t2(raw - predicted) > self.monitor.threshold)
         if outliers >= CHANGE_OUTLIERS:

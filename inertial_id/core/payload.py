@@ -185,17 +185,19 @@ class PayloadIdentifier:
         target.eliminate_offset(N_PI)
 
     def add(self, twist: ArrayLike, proper_acceleration: ArrayLike, wrench: ArrayLike,
-            acceleration_noise: ArrayLike | None = None) -> None:
+            acceleration_noise: ArrayLike | None = None,
+            products: ArrayLike | None = None) -> None:
         """Accumulate N samples: (N, 6) twists, proper accelerations and measured wrenches,
         and optionally (N, 6, 6) covariances of the noise in ``[a_lin + w x v_lin; alpha]``
-        (:class:`~inertial_id.core.synchronizer.SyncedSamples`)."""
+        and (N, 6) smoothed angular-velocity products
+        (:class:`~inertial_id.core.synchronizer.SyncedSamples`; None: the twists' own)."""
         wrench = np.atleast_2d(np.asarray(wrench, dtype=float))
         if wrench.shape[-1] != 6:
             raise SampleError(f"wrenches must be (N, 6), got {wrench.shape}")
         n = wrench.shape[0]
         if n == 0:
             return
-        a = measurement_matrix(twist, proper_acceleration, self.sign)
+        a = measurement_matrix(twist, proper_acceleration, self.sign, products)
         target = self._all if self._window is None else self._window
         if self._window is None and self.config.forgetting_factor < 1.0:
             self._all.scale(self.config.forgetting_factor**n)

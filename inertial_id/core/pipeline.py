@@ -121,7 +121,8 @@ class PayloadPipeline:
         batch, twist, proper = motion.samples, motion.twist, motion.proper_acceleration
         assert twist is not None and proper is not None
         step = self.online.add(batch.times, twist, proper, batch.wrench, batch.wrench_raw,
-                               batch.acceleration_noise, self.gathering.choice.past_span)
+                               batch.acceleration_noise, self.gathering.choice.past_span,
+                               batch.angular_products)
         self.history.record_samples(batch.times, np.hstack((twist, proper, batch.wrench_raw)),
                                     self.samples)
         self.samples += n

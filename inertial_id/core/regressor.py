@@ -69,11 +69,61 @@ def _inertia_action(x: NDArray[np.float64]) -> NDArray[np.float64]:
     return out
 
 
-def regressor(twist: ArrayLike, proper_acceleration: ArrayLike) -> NDArray[np.float64]:
+PRODUCT_PAIRS = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
+"""The angular-velocity products ``w_i w_j`` the regressor uses, in this order:
+``[wx^2, wy^2, wz^2, wx wy, wx wz, wy wz]``."""
+
+
+def angular_products(w: ArrayLike) -> NDArray[np.float64]:
+    """(..., 3) angular velocities (rad/s) -> (..., 6) products ``w_i w_j`` ((rad/s)^2) in
+    the order of :data:`PRODUCT_PAIRS`."""
+    w = np.asarray(w, dtype=float)
+    return np.stack([w[..., i] * w[..., j] for i, j in PRODUCT_PAIRS], axis=-1)
+
+
+def _quadratic_basis() -> NDArray[np.float64]:
+    """(6, 6, 10): the regressor's terms in the angular velocity, ``w x (w x .)`` in the force
+    rows' first-moment columns and ``w x (I w)`` in the torque rows' inertia columns, per
+    product of :data:`PRODUCT_PAIRS` (they are bilinear in ``w``)."""
+    def part(w: NDArray[np.float64]) -> NDArray[np.float64]:
+        wx = _cross_matrices(w)
+        y = np.zeros((6, 10))
+        y[:3, 1:4] = wx @ wx
+        y[3:, 4:] = wx @ _inertia_action(w)
+        return y
+
+    unit = np.eye(3)
+    basis = np.empty((6, 6, 10))
+    for k, (i, j) in enumerate(PRODUCT_PAIRS):
+        basis[k] = (part(unit[i]) if i == j
+                    else part(unit[i] + unit[j]) - part(unit[i]) - part(unit[j]))
+    return basis
+
+
+QUADRATIC_BASIS = _quadratic_basis()
+"""``Y``'s part quadratic in ``w`` is ``sum_k p_k QUADRATIC_BASIS[k]`` with ``p`` the products
+(:func:`angular_products`)."""
+
+
+def _products(twist: NDArray[np.float64], products: ArrayLike | None) -> NDArray[np.float64]:
+    """The given products (checked against the twist's batch shape) or the twist's own."""
+    if products is None:
+        return angular_products(twist[..., 3:])
+    p = np.asarray(products, dtype=float)
+    if p.shape != twist.shape:
+        raise InertialIdError(f"angular-velocity products {p.shape} must be {twist.shape}")
+    return p
+
+
+def regressor(twist: ArrayLike, proper_acceleration: ArrayLike,
+              products: ArrayLike | None = None) -> NDArray[np.float64]:
     """The Newton-Euler regressor ``Y(v, a_g)``.
 
     Accepts one sample (6-vectors, returns 6x10) or a batch ((N, 6) arrays, returns N x 6 x 10).
     Columns follow ``pi = [m, mcx, mcy, mcz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]``; rows ``[f; tau]``.
+    ``products`` (like the twist): the angular-velocity products of :data:`PRODUCT_PAIRS` to
+    use (matched filtering smooths them on their own, :mod:`inertial_id.core.features`);
+    None: the twist's ``w_i w_j``.
     """
     v = np.asarray(twist, dtype=float)
     a = np.asarray(proper_acceleration, dtype=float)
@@ -81,26 +131,27 @@ def regressor(twist: ArrayLike, proper_acceleration: ArrayLike) -> NDArray[np.fl
         raise InertialIdError(f"twist {v.shape} and acceleration {a.shape} must be (..., 6)")
     lin, w = v[..., :3], v[..., 3:]
     acc, alpha = a[..., :3], a[..., 3:]
-    wx = _cross_matrices(w)
     # Classical-like term a + w x v appears in both the force and the torque rows.
     acc_total = acc + cross(w, lin)
-    y = np.zeros(v.shape[:-1] + (6, 10))
+    y = np.tensordot(_products(v, products), QUADRATIC_BASIS, axes=1)
     y[..., :3, 0] = acc_total
-    y[..., :3, 1:4] = _cross_matrices(alpha) + wx @ wx
+    y[..., :3, 1:4] += _cross_matrices(alpha)
     y[..., 3:, 1:4] = -_cross_matrices(acc_total)
-    y[..., 3:, 4:] = _inertia_action(alpha) + wx @ _inertia_action(w)
+    y[..., 3:, 4:] += _inertia_action(alpha)
     return y
 
 
 def measurement_matrix(
-    twist: ArrayLike, proper_acceleration: ArrayLike, sign: float = PAYLOAD_ON_SENSOR
+    twist: ArrayLike, proper_acceleration: ArrayLike, sign: float = PAYLOAD_ON_SENSOR,
+    products: ArrayLike | None = None,
 ) -> NDArray[np.float64]:
     """Rows of ``w = [s Y, I6] [pi; offset]`` for a batch: (N, 6) inputs -> (6N, 16).
 
     The unknowns are ``x = [pi (10); offset (6)]``; the rows are the N samples' wrenches
-    ``[fx, fy, fz, tx, ty, tz]`` stacked in order.
+    ``[fx, fy, fz, tx, ty, tz]`` stacked in order; ``products``: see :func:`regressor`.
     """
-    y = regressor(np.atleast_2d(twist), np.atleast_2d(proper_acceleration))
+    y = regressor(np.atleast_2d(twist), np.atleast_2d(proper_acceleration),
+                  None if products is None else np.atleast_2d(products))
     n = y.shape[0]
     a = np.empty((n, 6, 16))
     a[:, :, :10] = sign * y
@@ -130,8 +181,10 @@ def predicted_wrench(
     proper_acceleration: ArrayLike,
     offset: ArrayLike | None = None,
     sign: float = PAYLOAD_ON_SENSOR,
+    products: ArrayLike | None = None,
 ) -> NDArray[np.float64]:
-    """The wrench the sensor should read, ``s Y(v, a_g) pi + offset`` (shape of the inputs).
+    """The wrench the sensor should read, ``s Y(v, a_g) pi + offset`` (shape of the inputs;
+    ``products``: see :func:`regressor`).
 
     Evaluated as Newton-Euler, ``f = m a + alpha x h + w x (w x h)`` and
     ``tau = I alpha + w x (I w) + h x a`` with ``a = a_lin + w x v_lin``, ``h = m c`` and
@@ -145,8 +198,8 @@ def predicted_wrench(
     h, inertia = p[1:4], symmetric_from_vector(p[4:10])
     w, alpha = v[..., 3:], acc[..., 3:]
     a = acc[..., :3] + cross(w, v[..., :3])
-    wrench = np.empty(v.shape)
-    wrench[..., :3] = p[0] * a + cross(alpha, h) + cross(w, cross(w, h))
-    wrench[..., 3:] = alpha @ inertia + cross(w, w @ inertia) + cross(h, a)
+    wrench = _products(v, products) @ (QUADRATIC_BASIS @ p)  # w x (w x h), w x (I w)
+    wrench[..., :3] += p[0] * a + cross(alpha, h)
+    wrench[..., 3:] += alpha @ inertia + cross(h, a)
     wrench *= sign
     return wrench if offset is None else wrench + np.asarray(offset, dtype=float)

@@ -112,6 +112,8 @@ def joint_samples_from_bytes(raw: bytes, decoder: CdrDecoder
         proper_acceleration=(_rows(msg.proper_acceleration, 6)
                              if len(msg.proper_acceleration) else None),
         acceleration_noise=unpack_noise(msg.acceleration_noise, len(msg.stamps)),
+        angular_products=(_rows(msg.angular_products, 6) if len(msg.angular_products)
+                          else None),
     )
     return (batch, tuple(msg.joint_names), msg.header.frame_id, int(msg.samples_before),
             float(msg.filter_span))
@@ -130,6 +132,8 @@ def sensor_samples_from_bytes(raw: bytes, decoder: CdrDecoder
     samples: dict[str, NDArray[np.float64] | None] = {"times": _times(msg.stamps)}
     samples.update({name: _rows(getattr(msg, name), 6) for name in SENSOR_FIELDS})
     samples["acceleration_noise"] = unpack_noise(msg.acceleration_noise, len(msg.stamps))
+    samples["angular_products"] = (_rows(msg.angular_products, 6)
+                                   if len(msg.angular_products) else None)
     samples["filter_span"] = float(msg.filter_span)
     return samples, msg.header.frame_id, int(msg.samples_before)
 

@@ -111,7 +111,7 @@ class Kinematics(PipelineNode):
             kept.times, self.sensor_frame, self.samples_out, twist=out.twist,
             proper_acceleration=out.proper_acceleration, wrench=kept.wrench,
             wrench_raw=kept.wrench_raw, acceleration_noise=kept.acceleration_noise,
-            filter_span=span))
+            filter_span=span, angular_products=kept.angular_products))
         self.samples_out += len(kept)
 
 

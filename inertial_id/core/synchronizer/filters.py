@@ -135,7 +135,7 @@ def matched_samples(
     weights = kernel * spacing
     weights /= weights.sum(axis=1, keepdims=True)
     wrench = np.einsum("nk,nkj->nj", weights, w.wrench)
-    twist, proper = decode_features(filtered)
+    twist, proper, products = decode_features(filtered)
     noise = None
     if noise_at is not None:
         # The sensor-frame noise J diag(|h|^2 sigma_q^2) J^T at each sample: h = basis .
@@ -145,4 +145,4 @@ def matched_samples(
         variance = np.einsum("nw,nw->n", h, h)[:, None] * sigma2
         noise = np.einsum("nik,nk,njk->nij", jacobian, variance, jacobian)
     return SyncedSamples(at, position, velocity, acceleration, wrench, w.raw, twist, proper,
-                         noise)
+                         noise, products)

@@ -43,7 +43,10 @@ class SyncedSamples:
     from the joints). ``acceleration_noise`` (N, 6, 6): with matched filtering and the
     Jacobians, the covariance of the noise the joints' position noise leaves in
     ``proper_acceleration``'s ``[a_lin + w x v_lin; alpha]`` ((m/s^2)^2, (m/s^2)(rad/s^2),
-    (rad/s^2)^2); otherwise None.
+    (rad/s^2)^2); otherwise None. ``angular_products`` (N, 6): with matched filtering, the
+    smoothed products of the sensor's angular velocity ``w_i w_j`` ((rad/s)^2, in the order
+    of :data:`~inertial_id.core.regressor.PRODUCT_PAIRS`), which the regressor takes in place
+    of the smoothed ``w``'s own (:mod:`inertial_id.core.features`); otherwise None.
     """
 
     times: NDArray[np.float64]
@@ -55,6 +58,7 @@ class SyncedSamples:
     twist: NDArray[np.float64] | None = None
     proper_acceleration: NDArray[np.float64] | None = None
     acceleration_noise: NDArray[np.float64] | None = None
+    angular_products: NDArray[np.float64] | None = None
 
     def __len__(self) -> int:
         return int(self.times.size)
