@@ -1,5 +1,7 @@
-"""The four-process pipeline under injected faults (``bench/fault_soak.py``, 20 s, then the
-sequences of issue 31)."""
+"""The four-process pipeline under injected faults (``bench/fault_soak.py``: 10 s at 5 faults a
+second, then the sequences of issue 31). With seed 1 these are the first 10 s of the former
+20 s run, the same faults at the same moments: 50 of them, each kind 4-10 times (all 103 of
+20 s: 9-18 times); the 120 s bench run goes on where this stops."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import fault_soak  # noqa: E402
 
 
 def test_faults_kill_stall_or_corrupt_nothing(ros_env: dict[str, str]) -> None:
-    report = fault_soak.run(duration=20.0, fault_rate=5.0, env=ros_env, seed=1)
+    report = fault_soak.run(duration=10.0, fault_rate=5.0, env=ros_env, seed=1)
     summary = "\n".join(report.lines())
     assert all(count > 0 for count in report.injected.values()), summary
     assert report.estimates > 20, summary
