@@ -9,9 +9,11 @@ mid-stream, after the stream ended, links mode; docs/robot.md gives a 50-round r
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -133,20 +135,50 @@ def test_a_replay_stopped_before_any_sample_says_so_and_exits_130(
 
 @pytest.mark.parametrize(("command", "after"), [
     (["play", "{bag}"], 2.5),
-    # the demo's first estimate comes after the 4 s of joint states its filter is chosen
-    # from, and its nodes take ~3 s to start
-    (["demo", "--duration", "60"], 10.0),
-])
+    # the demo is stopped once it has printed its first estimate ("  4.0 s  samples   1234
+    # mass ..."; before it, a line saying it waits): mid-stream, every node running, an
+    # estimate to sum up. That comes after the 4 s of joint states its filter is chosen from,
+    # and its nodes take ~3 s to start.
+    (["demo", "--duration", "60"], r" s  samples +\d+  mass "),
+], ids=["play", "demo"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_play_and_the_demo_stop_cleanly(bag: Path, ros_env: dict[str, str], command: list[str],
-                                        after: float, sig: signal.Signals) -> None:
+                                        after: float | str, sig: signal.Signals) -> None:
+    """Stopped ``after`` s from the start, or once a line of its output matches the pattern
+    ``after`` (at most 60 s)."""
     args = [str(BIN / "inertial-id"), *(c.format(bag=bag) for c in command)]
-    process = subprocess.Popen(args, env=ros_env, stdout=subprocess.PIPE,
+    # Unbuffered, so that each line comes when printed, not when a pipe's buffer fills.
+    env = {**ros_env, "PYTHONUNBUFFERED": "1"} if isinstance(after, str) else ros_env
+    process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
-    time.sleep(after)
+    lines: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        for line in process.stdout:
+            lines.append(line)
+            if isinstance(after, str) and re.search(after, line):
+                seen.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    if isinstance(after, str):
+        if not seen.wait(timeout=60.0):
+            process.kill()
+            reader.join(timeout=10)
+            pytest.fail(f"no line with {after!r} in 60 s:\n{''.join(lines)}")
+    else:
+        time.sleep(after)
     process.send_signal(sig)
     start = time.monotonic()
-    output, _ = process.communicate(timeout=30)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+    finally:
+        reader.join(timeout=10)
+    output = "".join(lines)
     assert process.returncode == 0, output
     assert time.monotonic() - start < 10.0
     assert not [b for b in BAD_OUTPUT if b in output], output
