@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
 from std_srvs.srv import Trigger
@@ -60,8 +59,11 @@ def _tare_answers_within(h: Harness, seconds: float) -> bool:
         h.node.destroy_client(client)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_nothing_non_finite_is_published_on_any_topic(seed: int) -> None:
+def test_nothing_non_finite_is_published_on_any_topic() -> None:
+    """One draw of the faults (seed 0; a second seed ran the same checks on another
+    arrangement of the same faults): 12 joint-state spikes, 1 % of the ~2000 wrenches NaN,
+    inf, 1e200 or 0 added, and every poison on the internal topic."""
+    seed = 0
     rng = np.random.default_rng(seed)
     data = Recording(8.0, seed=seed)
     received: dict[str, list] = {topic: [] for topic in TOPICS}
