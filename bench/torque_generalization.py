@@ -16,7 +16,8 @@ writes them):
   the flange (20-60 N in random directions, 0.5-2 s each, about 30 % of the recording).
 
 Per arm the package's commands run with their defaults (in-process, ``inertial_id.cli.main``):
-``identify-links ident --urdf CAD``; ``check-links MODEL valid --compare-urdf``;
+``identify-links ident --urdf CAD --held-out unloaded`` (the choices scored on the pair's
+unloaded run, another trajectory of the same arm, instead of time blocks of ``ident``); ``check-links MODEL valid --compare-urdf``;
 ``identify-payload loaded --unloaded unloaded --links MODEL --payload-frame ft_sensor``;
 ``check-links MODEL pushK``. The truth model (the simulator's own inertials, friction, gains
 and offsets) is scored through the same check: the same bag reading, Savitzky-Golay states
@@ -160,7 +161,8 @@ def one_arm(name: str, seed: int, folder: Path, push_force: float = 60.0) -> dic
     begin = time.perf_counter()
     truth = make_bags(arm, seed, folder, push_force)
     model = folder / "model.yaml"
-    run(["identify-links", str(folder / "ident"), "--urdf", cad, "--output", str(model)])
+    run(["identify-links", str(folder / "ident"), "--urdf", cad, "--held-out",
+         str(folder / "unloaded"), "--output", str(model)])
     doc = yaml.safe_load(model.read_text())
     run(["check-links", str(model), str(folder / "valid"), "--compare-urdf",
          "--output", str(folder / "valid.json")])

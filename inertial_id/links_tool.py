@@ -158,6 +158,11 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
     p.add_argument("--folds", type=int, default=5,
                    help="time blocks of the cross-validation that chooses what is not given "
                    "(default 5)")
+    p.add_argument("--held-out", type=Path, nargs="+", default=[], metavar="BAG",
+                   help="other recordings of the same arm, nothing held (e.g. the unloaded "
+                   "run of a loaded/unloaded pair): what is not given is chosen by the fit on "
+                   "the whole training record predicting these instead of by time blocks, "
+                   "and the direction memory's x0 is narrowed down too")
     p.add_argument("--max-relative-std", type=float, default=10.0,
                    help="sdp/qp: base parameters with sigma %% above this keep their CAD "
                    "values (Bonnet); 0 disables (default 10)")
@@ -221,7 +226,9 @@ def run_identify_links(args: argparse.Namespace) -> int:
                           args.consistency, args.com_margin, args.coloured_residuals,
                           friction_candidates=candidates,
                           folds=args.folds, guard=args.window,
-                          refine_friction=_shape_chosen(args, friction))
+                          refine_friction=_shape_chosen(args, friction),
+                          held_out=_held_out_rows(model, args),
+                          presliding_given=args.presliding is not None)
     problem, cad, estimate = identify_links(model, data.rows(start, stop), options, base)
     friction = problem.friction_model
     urdf_path = Path(args.urdf)
@@ -262,6 +269,17 @@ def run_identify_links(args: argparse.Namespace) -> int:
     return 0
 
 
+def _held_out_rows(model: LinkModel, args: argparse.Namespace
+                   ) -> tuple[tuple[NDArray[np.float64], ...], ...]:
+    """(q, qd, qdd, effort) of each ``--held-out`` bag, read and filtered as the training's."""
+    out = []
+    for bag in args.held_out:
+        position, effort = read_joint_bag(bag, args.joint_states_topic)
+        data = joint_data(model, position, effort, None, args.window, args.order)
+        out.append(data.rows(0, data.t.size))
+    return tuple(out)
+
+
 def _friction_candidates(friction: FrictionModel, args: argparse.Namespace
                          ) -> tuple[FrictionModel, ...]:
     """The friction models ``--direction-memory`` leaves to choose from (one: the model)."""
@@ -293,7 +311,11 @@ def _choices(selection: dict[str, list[dict]], args: argparse.Namespace) -> dict
     shape_given = args.velocity_threshold is not None or args.friction == "none"
     for name, given in (("friction", args.direction_memory != "auto" and shape_given),
                         ("prior_weight", args.prior_weight is not None)):
-        if name in selection:
+        if name in selection and args.held_out:
+            out[name] = {"source": "held-out recordings",
+                         "recordings": [str(b) for b in args.held_out],
+                         "candidates": selection[name]}
+        elif name in selection:
             out[name] = {"source": "cross-validation", "folds": args.folds,
                          "guard_rows": args.window, "candidates": selection[name]}
         else:

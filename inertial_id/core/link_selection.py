@@ -25,6 +25,18 @@ Two choices use it:
 A friction state with memory is computed over the whole record before the blocks are cut
 (:meth:`LinkIdentification.subset` keeps it), so a held-out block starts with the history of
 the rows before it.
+
+**Other recordings instead of time blocks** (``others``: problems of other recordings of the
+same arm, e.g. the unloaded run of a loaded/unloaded pair): a choice is then scored by the fit
+on the whole training record predicting those recordings (pooled per-joint RMS, the same
+geometric mean). Time blocks of a *periodic* identification trajectory repeat each other: a
+model error that the base parameters absorb on that trajectory (a Coulomb memory ``x0``
+3x off, a drive gain a few % off) scores the same in every block and only shows on another
+trajectory. On a simulated motor-current arm (truth ``x0`` 0.0063, 40 s of an 8 s period)
+the in-record score of ``x0`` 0.01 and 0.0063 differed by 1.3e-4 (relative, 0.01 ahead);
+on the arm's unloaded run 0.0616 against 0.0606 (0.0063 ahead, 1.6 %), and the validation
+error of its third joint was 1.447 against 1.341 % (truth 1.297 %). With ``others`` the
+memory's ``x0`` is narrowed down as ``v0`` is (:func:`refine_friction`).
 """
 
 from __future__ import annotations
@@ -83,14 +95,27 @@ def _folds(problem: LinkIdentification, folds: int, guard: int
 
 
 def cross_validated_rms(problem: LinkIdentification, fit: Fit, folds: int = FOLDS,
-                        guard: int = 0) -> NDArray[np.float64]:
+                        guard: int = 0, others: Sequence[LinkIdentification] = ()
+                        ) -> NDArray[np.float64]:
     """Per-joint RMS (effort units) of ``fit`` predicting each of ``folds`` contiguous blocks
-    of ``problem``'s samples from the rest (minus ``guard`` rows each side), pooled."""
+    of ``problem``'s samples from the rest (minus ``guard`` rows each side), pooled; with
+    ``others`` (other recordings' problems, same model and friction), of ``fit`` on the whole
+    of ``problem`` predicting them, pooled over their samples."""
+    if others:
+        estimate = fit(problem)
+        return _pooled([other.rms(estimate) for other in others], others)
     squares = np.zeros(problem.model.n)
     for train, held in _folds(problem, folds, guard):
         estimate = fit(problem.subset(train))
         squares += problem.subset(held).rms(estimate) ** 2 * held.size
     return np.sqrt(squares / problem.samples)
+
+
+def _pooled(rms: Sequence[NDArray[np.float64]], others: Sequence[LinkIdentification]
+            ) -> NDArray[np.float64]:
+    """Per-joint RMS pooled over recordings (weighted by their samples)."""
+    counts = np.array([o.samples for o in others], dtype=float)
+    return np.sqrt(np.einsum("k,kj->j", counts, np.asarray(rms) ** 2) / counts.sum())
 
 
 def memory_candidates(friction: FrictionModel, presliding: Sequence[float] = PRESLIDING
@@ -114,26 +139,30 @@ def coulomb_candidates(friction: FrictionModel, scales: Sequence[float] = VELOCI
 
 
 def _cross_validated(problem: LinkIdentification, friction: FrictionModel, folds: int,
-                     guard: int) -> dict:
+                     guard: int, others: Sequence[LinkIdentification] = ()) -> dict:
     """One friction candidate's row of :func:`choose_friction`'s table."""
     rms = cross_validated_rms(problem.with_friction(friction),
-                              LinkIdentification.weighted_least_squares, folds, guard)
+                              LinkIdentification.weighted_least_squares, folds, guard,
+                              [o.with_friction(friction) for o in others])
     return {**friction.settings(), "score": score(rms), "rms": rms.tolist()}
 
 
 def choose_friction(problem: LinkIdentification, candidates: Sequence[FrictionModel],
-                    folds: int = FOLDS, guard: int = 0) -> tuple[FrictionModel, list[dict]]:
+                    folds: int = FOLDS, guard: int = 0,
+                    others: Sequence[LinkIdentification] = ()
+                    ) -> tuple[FrictionModel, list[dict]]:
     """The candidate of best cross-validated WLS score on ``problem`` (its rows in time
-    order, the whole record) and a table of every candidate's settings, per-joint RMS and
-    score (lower is better)."""
-    table = [_cross_validated(problem, friction, folds, guard) for friction in candidates]
+    order, the whole record; or predicting ``others``, :func:`cross_validated_rms`) and a
+    table of every candidate's settings, per-joint RMS and score (lower is better)."""
+    table = [_cross_validated(problem, friction, folds, guard, others)
+             for friction in candidates]
     best = min(range(len(table)), key=lambda k: table[k]["score"])
     return candidates[best], table
 
 
 def _narrow(problem: LinkIdentification, friction: FrictionModel, table: list[dict],
-            field_name: str, steps: Sequence[float], folds: int, guard: int
-            ) -> FrictionModel:
+            field_name: str, steps: Sequence[float], folds: int, guard: int,
+            others: Sequence[LinkIdentification] = ()) -> FrictionModel:
     """``friction``'s ``field_name`` divided and multiplied by each step factor in turn, the
     best kept (rows appended to ``table``)."""
     best_score = min(row["score"] for row in table)
@@ -141,14 +170,16 @@ def _narrow(problem: LinkIdentification, friction: FrictionModel, table: list[di
         centre = friction
         for factor in (1 / step, step):
             candidate = replace(centre, **{field_name: getattr(centre, field_name) * factor})
-            table.append(_cross_validated(problem, candidate, folds, guard))
+            table.append(_cross_validated(problem, candidate, folds, guard, others))
             if table[-1]["score"] < best_score:
                 friction, best_score = candidate, table[-1]["score"]
     return friction
 
 
 def refine_friction(problem: LinkIdentification, friction: FrictionModel, table: list[dict],
-                    folds: int = FOLDS, guard: int = 0) -> tuple[FrictionModel, list[dict]]:
+                    folds: int = FOLDS, guard: int = 0,
+                    others: Sequence[LinkIdentification] = (), presliding: bool = False
+                    ) -> tuple[FrictionModel, list[dict]]:
     """A grid's best ``friction`` narrowed down: a smooth Coulomb model's ``v0`` divided and
     multiplied by ``2^(1/2)``, then by ``2^(1/4)`` around the better (the
     :data:`VELOCITY_SCALES` grid is in factors 2), the best kept, scored as
@@ -156,32 +187,46 @@ def refine_friction(problem: LinkIdentification, friction: FrictionModel, table:
 
     The held-out error is sensitive to ``v0``: a simulated motor-current arm (``v0`` 0.02)
     gave a held-out relative error on its base joint of 4.9 % with ``v0`` 0.02, 6.7 % with
-    0.01, 5.9 % with 0.03 (the truth model 4.8 %)."""
+    0.01, 5.9 % with 0.03 (the truth model 4.8 %).
+
+    With ``presliding`` and a direction memory, its ``x0`` is then narrowed down the same way
+    by factors ``10^(1/2)`` and ``10^(1/4)`` (the :data:`PRESLIDING` grid is in factors 10);
+    meant for ``others`` (module docstring: in-record blocks of a periodic trajectory hardly
+    tell ``x0`` apart)."""
     table = list(table)
     if friction.smooth:
         friction = _narrow(problem, friction, table, "velocity_threshold",
-                           (2 ** 0.5, 2 ** 0.25), folds, guard)
+                           (2 ** 0.5, 2 ** 0.25), folds, guard, others)
+    if presliding and friction.memory:
+        friction = _narrow(problem, friction, table, "presliding",
+                           (10 ** 0.5, 10 ** 0.25), folds, guard, others)
     return friction, table
 
 
 def choose_prior_weight(problem: LinkIdentification, method: str = "sdp",
                         weights: Sequence[float] = PRIOR_WEIGHTS, folds: int = FOLDS,
-                        guard: int = 0, **options: object) -> tuple[float, list[dict]]:
+                        guard: int = 0, others: Sequence[LinkIdentification] = (),
+                        **options: object) -> tuple[float, list[dict]]:
     """The prior weight of best cross-validated score of the constrained estimate (``method``
     sdp or qp; ``options``: :func:`~inertial_id.core.links.constrained_solver`'s
     ``consistency``, ``com_margin``, ``epsilon``, ``max_relative_std``), and a table of every
-    weight's per-joint RMS and score. A weight whose solve fails in some block scores inf."""
+    weight's per-joint RMS and score. A weight whose solve fails in some block scores inf.
+    With ``others``: the fit on the whole of ``problem`` predicting them."""
     squares = np.zeros((len(weights), problem.model.n))
-    for train, held in _folds(problem, folds, guard):
-        fold, test = problem.subset(train), problem.subset(held)
+    splits = ([(np.arange(problem.samples), None)] if others
+              else _folds(problem, folds, guard))
+    for train, held in splits:
+        fold = problem.subset(train)
+        tests = others if held is None else [problem.subset(held)]
         solver, sigma = constrained_solver(fold, method, **options)
         for k, weight in enumerate(weights):
             solver.set_prior_weight(weight)
             try:
-                squares[k] += test.rms(solver.solve(fold, sigma)) ** 2 * held.size
+                estimate = solver.solve(fold, sigma)
+                squares[k] += sum(t.rms(estimate) ** 2 * t.samples for t in tests)
             except InertialIdError:
                 squares[k] = np.inf
-    rms = np.sqrt(squares / problem.samples)
+    rms = np.sqrt(squares / sum(t.samples for t in (others or [problem])))
     table = [{"prior_weight": float(w), "score": score(r), "rms": r.tolist()}
              for w, r in zip(weights, rms, strict=True)]
     best = min(range(len(table)), key=lambda k: table[k]["score"])
@@ -203,7 +248,10 @@ class LinkOptions:
     module docstring): with more than one ``friction_candidates`` the friction model is the
     best of them (else ``friction``), its ``tanh`` velocity scale then narrowed down
     when ``refine_friction`` (:func:`refine_friction`); with ``prior_weight`` None the
-    prior weight is the best of ``prior_weights`` (sdp and qp; wls and pls have no prior)."""
+    prior weight is the best of ``prior_weights`` (sdp and qp; wls and pls have no prior).
+    ``held_out``: rows (q, qd, qdd, effort) of other recordings of the same arm; when given,
+    they score every choice instead of the time blocks, and with ``refine_friction`` the
+    memory's ``x0`` is narrowed down too unless ``presliding_given``."""
 
     method: str = "sdp"
     prior_weight: float | None = None
@@ -220,6 +268,8 @@ class LinkOptions:
     folds: int = FOLDS
     guard: int = 0
     refine_friction: bool = False
+    held_out: tuple[tuple[NDArray[np.float64], ...], ...] = ()
+    presliding_given: bool = False
 
 
 def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
@@ -241,14 +291,17 @@ def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
                                  known_scale=[n in known for n in model.joint_names])
     cad = problem.fit_cad(fit_scale=options.fit_gains)
     problem.effort_scale = cad.effort_scale.copy()
+    others = [LinkIdentification(model, *r, options.friction, base) for r in options.held_out]
     selection: dict[str, list[dict]] = {}
     if len(options.friction_candidates) > 1:
         friction, selection["friction"] = choose_friction(
-            problem, options.friction_candidates, options.folds, options.guard)
+            problem, options.friction_candidates, options.folds, options.guard, others)
         if options.refine_friction:
             friction, selection["friction"] = refine_friction(
-                problem, friction, selection["friction"], options.folds, options.guard)
+                problem, friction, selection["friction"], options.folds, options.guard,
+                others, presliding=bool(others) and not options.presliding_given)
         problem = problem.with_friction(friction)
+        others = [o.with_friction(friction) for o in others]
         cad = problem.fit_cad(fit_scale=options.fit_gains)
         problem.effort_scale = cad.effort_scale.copy()
     threshold = options.max_relative_std if options.max_relative_std > 0 else None
@@ -258,7 +311,7 @@ def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
     if weight is None and options.method in ("sdp", "qp"):
         weight, selection["prior_weight"] = choose_prior_weight(
             problem, options.method, options.prior_weights, options.folds, options.guard,
-            **settings)
+            others, **settings)
     estimate = identify(problem, options.method, prior_weight=weight or 0.0,
                         refine_scale=options.refine_gains, **settings)
     return problem, cad, replace(estimate, info={**estimate.info, "selection": selection})
