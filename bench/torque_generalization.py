@@ -17,7 +17,8 @@ writes them):
 
 Per arm the package's commands run with their defaults (in-process, ``inertial_id.cli.main``):
 ``identify-links ident --urdf CAD --held-out unloaded`` (the choices scored on the pair's
-unloaded run, another trajectory of the same arm, instead of time blocks of ``ident``); ``check-links MODEL valid --compare-urdf``;
+unloaded run, another trajectory of the same arm, instead of time blocks of ``ident``);
+``check-links MODEL valid --compare-urdf``;
 ``identify-payload loaded --unloaded unloaded --links MODEL --payload-frame ft_sensor``;
 ``check-links MODEL pushK``. The truth model (the simulator's own inertials, friction, gains
 and offsets) is scored through the same check: the same bag reading, Savitzky-Golay states
