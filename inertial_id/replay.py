@@ -104,7 +104,8 @@ class ReplayResult:
         doc["ledger"] = self.ledger
         doc["setup_errors"] = list(self.setup_errors)
         choice = self.pipeline.gathering.choice
-        doc["filter"] = None if choice is None else choice.as_dict()
+        doc["filter"] = None if choice is None else {
+            **choice.as_dict(), "switches": self.pipeline.gathering.watch.switches}
         gathering = self.pipeline.gathering
         doc["wrench_delay"] = {"applied": float(gathering.wrench_delay), "estimate": (
             None if gathering.stamp_delay is None else gathering.stamp_delay.as_dict())}

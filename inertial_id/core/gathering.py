@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import DuplicateJointError, InertialIdError, SampleError
 from inertial_id.core.filter_choice import MIN_SAMPLES, FilterChoice, choose_filter
+from inertial_id.core.filter_revisit import MotionWatch
 from inertial_id.core.kinematics import (
     JointMapper,
     SensorKinematics,
@@ -171,6 +172,8 @@ class Gathering:
         self.choice: FilterChoice | None = None
         """The filter in use, with its evidence; None while the first joint states are held
         to choose it (:meth:`decide`)."""
+        self.watch = MotionWatch(s.decision_time, s.delay, s.polyorder)
+        """The recent joint states, to revisit the filter when the motion changes."""
         provisional = s.polyorder + 2 + (s.polyorder + 3) % 2  # replaced before any filtering
         self.synchronizer = FixedLagSynchronizer(
             len(self.joint_names), provisional, s.polyorder, s.use_measured_velocity,
@@ -202,7 +205,10 @@ class Gathering:
         v = None
         if self.settings.use_measured_velocity:
             v = self.mapper.select(names, velocities)
-        return self.synchronizer.add_joint_state(t, q, v)
+        accepted = self.synchronizer.add_joint_state(t, q, v)
+        if accepted:
+            self.watch.add(np.array([t]), q[None])
+        return accepted
 
     def add_wrench(self, t: float, wrench: ArrayLike) -> bool:
         """One wrench ``[fx, fy, fz, tx, ty, tz]`` (stamp in s); False when dropped."""
@@ -212,7 +218,32 @@ class Gathering:
         """Samples whose filter windows are complete (none until the filter is chosen)."""
         if self.choice is None and not self.decide():
             return SyncedSamples.empty(len(self.joint_names))
-        return self.synchronizer.pop_ready()
+        batch = self.synchronizer.pop_ready()
+        if self.watch.due():
+            assert self.choice is not None
+            better = self.watch.propose(self.choice)
+            if better is not None:
+                self._switch(better)
+        return batch
+
+    def _switch(self, choice: FilterChoice) -> None:
+        """Filter with ``choice`` from now on (:mod:`inertial_id.core.filter_revisit`).
+
+        The buffers restart: the wrenches not yet filtered are dropped and counted
+        (``wrench_filter_change``), and samples come again once the new window has filled.
+        Matched filtering keeps the rigid-body equation between the filtered signals for any
+        kernel, so what the estimator gathered stays valid; the new past span
+        (:attr:`FilterChoice.past_span`) tells the estimator to relearn its contact monitor's
+        covariance."""
+        counters = self.synchronizer.counters
+        held = self.synchronizer.wrenches_held
+        self.synchronizer.reset()
+        counters["wrench_reset"] -= held
+        counters["wrench_filter_change"] += held
+        self.synchronizer.set_filter(choice.window, choice.lag)
+        self.choice = choice
+        self.watch.switches += 1
+        self.watch.stop()
 
     def decide(self, final: bool = False) -> bool:
         """Choose the filter once the held joint states suffice (``decision_time`` of them
@@ -229,6 +260,8 @@ class Gathering:
         history = self.synchronizer.history()
         self.choice = choose_filter(history[0], history[1], s.polyorder, s.delay, s.window)
         self.synchronizer.set_filter(self.choice.window, self.choice.lag)
+        if self.choice.source not in ("data", "setting"):  # the no-motion default
+            self.watch.start(float(history[0][-1]))
         if s.estimate_wrench_delay and held and self.synchronizer.kinematics is not None:
             self.stamp_delay = self._estimate_delays(*history)
             if self.stamp_delay.clear:  # measured on stamps already moved by wrench_delay
@@ -381,4 +414,7 @@ class Gathering:
                                dtype=float)
         except (SampleError, ValueError, TypeError):  # missing joints, malformed arrays
             return False
-        return self.synchronizer.extend(joint_t, position, velocity, wrench_t, wrench, arrival)
+        if not self.synchronizer.extend(joint_t, position, velocity, wrench_t, wrench, arrival):
+            return False
+        self.watch.add(joint_t, position)
+        return True

@@ -37,6 +37,7 @@ from inertial_id.core.online_types import (
     verdicts,
 )
 from inertial_id.core.payload import PayloadIdentifier
+from inertial_id.core.payload_change import PRODUCTS, NewPayloadTest, add_rows
 from inertial_id.core.regressor import angular_products as products_of
 from inertial_id.core.regressor import predicted_wrench
 from inertial_id.core.setup_check import MIN_SAMPLES as SETUP_MIN_SAMPLES
@@ -44,8 +45,6 @@ from inertial_id.core.setup_check import SetupCheck, SetupProblem
 from inertial_id.core.synchronizer import MAX_ABS_VALUE, plausible
 from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE, StampPolicy
 
-CHANGE_OUTLIERS = 0.05
-"""Share of an anomaly's samples a candidate new payload may leave unexplained."""
 CHANGE_RECHECK = 0.5
 """Seconds between two payload-change checks during a long anomaly."""
 GATED, FROZEN, RESET = "gated", "frozen", "reset"
@@ -65,19 +64,6 @@ SETUP_CHECK_EVERY = 250
 """Samples between two set-up checks (:class:`SetupCheck`; a quarter second at 1 kHz)."""
 
 
-SAMPLE_COLUMNS = 60
-"""Columns of a held sample: twist, proper acceleration, wrench (6 each), the acceleration's
-noise covariance (36, row-major), the angular-velocity products (6)."""
-NOISE, PRODUCTS = slice(18, 54), slice(54, 60)
-"""A held sample's columns of the acceleration's noise and of the angular-velocity products."""
-
-
-def _add_rows(identifier: PayloadIdentifier, rows: NDArray[np.float64]) -> None:
-    """Held samples (see :data:`SAMPLE_COLUMNS`; later columns ignored) into ``identifier``."""
-    identifier.add(rows[:, :6], rows[:, 6:12], rows[:, 12:18],
-                   rows[:, NOISE].reshape(-1, 6, 6), rows[:, PRODUCTS])
-
-
 class OnlineEstimator:
     """See the module docstring."""
 
@@ -90,7 +76,7 @@ class OnlineEstimator:
         self.frozen = False
         self.contacts: list[ContactInterval] = []
         self.payload_changes: list[float] = []
-        # Blocks of (stamps (k,), rows (k, SAMPLE_COLUMNS): see _add_rows).
+        # Blocks of (stamps (k,), rows (k, SAMPLE_COLUMNS)): see core.payload_change.
         self._pending: deque[tuple[NDArray[np.float64], NDArray[np.float64]]] = deque()
         self._exclude_until = -np.inf
         self._latest = -np.inf
@@ -98,7 +84,7 @@ class OnlineEstimator:
         self._anomaly: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
         self._next_change_check = np.inf
         self._recent_residuals: deque[NDArray[np.float64]] = deque(maxlen=TARE_SAMPLES)
-        self._candidate: PayloadIdentifier | None = None
+        self._change_test = NewPayloadTest()
         self.counters: Counter[str] = Counter()
         self.policy = StampPolicy(counters=self.counters)
         payload = self.config.payload
@@ -110,6 +96,8 @@ class OnlineEstimator:
         self._verdicts: tuple[tuple[Estimate | None, OnlineConfig], Verdicts] | None = None
         self.received = self.used = 0
         self.filter_span = 0.0
+        self.monitor_relearned = 0
+        """Times the contact monitor relearnt its covariance after a change of filter."""
         """s before a sample's stamp that its filtered wrench averages over (the gatherer's
         :attr:`~inertial_id.core.filter_choice.FilterChoice.past_span`): after a contact ends,
         samples are kept out for this long on top of ``gate_margin``, so no contact force
@@ -222,19 +210,24 @@ class OnlineEstimator:
             raise SampleError(f"batch shapes {t.shape} {v.shape} {a.shape} {w.shape} "
                               f"{raw.shape} {noise.shape} differ")
         noise = noise.reshape(t.size, 36)
-        products = (products_of(v[:, 3:]) if angular_products is None
+        products = (None if angular_products is None
                     else np.atleast_2d(np.asarray(angular_products, dtype=float)))
-        if products.shape != v.shape:
+        if products is not None and products.shape != v.shape:
             raise SampleError(f"angular-velocity products {products.shape} differ from the "
                               f"twists' {v.shape}")
-        if not all(np.isfinite(x).all() for x in (v, a, w, raw, noise, products)):
+        given = [x for x in (v, a, w, raw, noise, products) if x is not None]
+        if not all(np.isfinite(x).all() for x in given):
             raise SampleError("batch contains NaN or inf")
-        if not all(plausible(x) for x in (v, a, w, raw, noise, products)):
+        if not all(plausible(x) for x in given):
             # Finite but no measurement (1e200): squared in the statistics they overflow,
             # and a conic solver given them may panic. Refused here, before anything holds them.
             raise ImplausibleValueError(f"batch contains values beyond {MAX_ABS_VALUE:g}")
         if filter_span is not None:  # the batch is accepted: its filter's span holds
+            if self.filter_span > 0.0 and filter_span != self.filter_span:
+                self._relearn_monitor()  # the gatherer changed its filter
             self.filter_span = float(filter_span)
+        if products is None:  # the twists' own: computed once they are known plausible
+            products = products_of(v[:, 3:])
         self.received += t.size
         keep, jump_at = self.policy.filter(t)
         rows = np.hstack((v, a, w, noise, products))
@@ -251,6 +244,14 @@ class OnlineEstimator:
             np.concatenate((first.t2, second.t2)),
             np.concatenate((first.contact, second.contact)),
             second.threshold, [*first.events, *second.events, "stamp_jump"])
+
+    def _relearn_monitor(self) -> None:
+        """Another filter: the residuals' covariance changes with it, so the contact monitor
+        learns it anew (an open contact ends unlogged; the estimate stays, matched filtering
+        keeping its statistics valid)."""
+        self.monitor = self._new_monitor()
+        self._anomaly, self._next_change_check = [], np.inf
+        self.monitor_relearned += 1
 
     def _follow_jump(self) -> None:
         """The stamps moved to another time base: what is held enters the estimate, and the
@@ -354,7 +355,7 @@ class OnlineEstimator:
         if self.frozen:
             self.counters[FROZEN] += data.shape[0]
         else:
-            _add_rows(self.identifier, data)
+            add_rows(self.identifier, data)
             self.setup.add(data[:, :6], data[:, 6:12], data[:, 12:18])
             self.used += data.shape[0]
 
@@ -373,23 +374,13 @@ class OnlineEstimator:
         rows = np.concatenate([block[1] for block in self._anomaly])
         if stamps.size < self.config.min_samples // 5:
             return
-        candidate = self._candidate_identifier()
-        candidate.reset()
-        _add_rows(candidate, rows)
-        try:
-            body = candidate.estimate()
-        except InertialIdError:
-            return
-        predicted = predicted_wrench(body.pi, rows[:, :6], rows[:, 6:12], self.estimate.offset,
-                                     self.identifier.sign, rows[:, PRODUCTS])
-        raw = rows[:, SAMPLE_COLUMNS:]
-        outliers = np.mean(self.monitor.t2(raw - predicted) > self.monitor.threshold)
-        if outliers >= CHANGE_OUTLIERS:
+        if not self._change_test.explains(rows, self.estimate.offset, self.identifier.sign,
+                                          self.monitor, self.config.payload):
             return
         self.payload_changes.append(float(stamps[0]))
         events.append("payload_change")
         self.identifier.reset()
-        _add_rows(self.identifier, rows)
+        add_rows(self.identifier, rows)
         self.setup.reset()
         self.setup.add(rows[:, :6], rows[:, 6:12], rows[:, 12:18])
         self.counters[GATED] -= stamps.size  # they were held out as a contact: now used
@@ -398,16 +389,6 @@ class OnlineEstimator:
         self.estimate, self.from_data = None, False
         self._anomaly, self._next_change_check = [], np.inf
         self._exclude_until = -np.inf
-
-    def _candidate_identifier(self) -> PayloadIdentifier:
-        if self._candidate is None:
-            payload = replace(self.config.payload, method="lmi_sdp", window_samples=0,
-                              forgetting_factor=1.0,
-                              known_offset=tuple(float(x) for x in self.estimate.offset))
-            self._candidate = PayloadIdentifier(payload)
-        else:
-            self._candidate.set_known_offset(self.estimate.offset)
-        return self._candidate
 
     def solve(self) -> Estimate | None:
         """Re-estimate (unless in contact, frozen or short of data); keeps the last good one.

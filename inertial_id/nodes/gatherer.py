@@ -140,6 +140,7 @@ class Gatherer(PipelineNode):
                            if not isinstance(v, str)})
             values["filter_past_span"] = choice.past_span
             values["filter_from_data"] = int(choice.source == "data")
+            values["filter_switches"] = gathering.watch.switches
             values["wrench_delay_applied"] = gathering.wrench_delay
         if gathering.stamp_delay is not None:
             values.update({f"wrench_delay_{k}": float(v)
