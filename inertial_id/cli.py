@@ -206,6 +206,9 @@ def _add_play(sub: argparse._SubParsersAction) -> None:
     play.add_argument("bag", type=Path, help="bag directory (or .mcap/.db3 file)")
     play.add_argument("--rate", type=float, default=1.0, help="speed factor (default 1)")
     play.add_argument("--loop", action="store_true", help="start again at the end")
+    play.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
+                      help="wait at most this long for a subscriber on every topic before the "
+                           "first message, so none is lost to discovery (default 10; 0: none)")
 
 
 class SubcommandParser(argparse.ArgumentParser):
@@ -384,7 +387,7 @@ def _simulate(args: argparse.Namespace) -> int:
 def _play(args: argparse.Namespace) -> int:
     from inertial_id.nodes.player import play_bag
 
-    return play_bag(args.bag, rate=args.rate, loop=args.loop)
+    return play_bag(args.bag, rate=args.rate, loop=args.loop, wait=args.wait)
 
 
 COMMANDS = {"demo": _demo, "replay": _replay, "batch": _batch, "simulate": _simulate,

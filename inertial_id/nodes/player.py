@@ -4,6 +4,12 @@ Each recorded message is published as its recorded CDR bytes, at its recorded pa
 ``rate``, on a topic of the same name and type; ``/clock`` follows the recording's log time so
 nodes running with ``use_sim_time:=true`` see the bag's time. Topics whose message type is not
 installed are skipped with a warning; ``robot_description`` is latched.
+
+Before the first message, the player creates every topic's publisher and waits (at most
+``wait`` seconds) until each has a subscriber, then :data:`MATCH_GRACE` more: a publisher
+created on the first message and used at once loses what it sends before discovery has matched
+it with the subscribers (the first seconds of a bag under load), and the nodes' estimate then
+differs from replay's.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ from inertial_id.nodes.common import init, latched_qos, pipeline_qos, to_stamp
 
 CLOCK_PERIOD = 0.001
 """Bag seconds between two /clock messages (at most)."""
+MATCH_GRACE = 0.5
+"""s after every topic has a subscriber before the first message: the subscribers' side of
+the match may come after the publisher's."""
 
 
 def message_class(msgtype: str) -> type | None:
@@ -38,12 +47,15 @@ def message_class(msgtype: str) -> type | None:
 class Player(Node):
     """Publishes one bag; see the module docstring."""
 
-    def __init__(self, bag: Path, rate: float) -> None:
+    def __init__(self, bag: Path, rate: float, wait: float = 10.0) -> None:
         super().__init__("bag_player")
         if rate <= 0:
             raise BagError("the play rate must be positive")
+        if not wait >= 0.0:
+            raise BagError("the wait for subscribers must be >= 0 s")
         self.bag = bag
         self.rate = rate
+        self.wait = wait
         self.clock_pub = self.create_publisher(Clock, "/clock", pipeline_qos(10))
         self.publishers_by_topic: dict[str, Publisher] = {}
 
@@ -65,6 +77,7 @@ class Player(Node):
         count = 0
         try:
             with AnyReader([self.bag], default_typestore=TYPESTORE) as reader:
+                self._wait_for_subscribers(reader.connections)
                 start_log = reader.start_time
                 start_wall = time.monotonic()
                 last_clock = -float("inf")
@@ -90,13 +103,30 @@ class Player(Node):
         return count
 
 
-def play_bag(bag: Path, rate: float = 1.0, loop: bool = False) -> int:
-    """Play ``bag`` (again and again with ``loop``); exit status 0, also when stopped by
-    SIGINT/SIGTERM (:mod:`inertial_id.nodes.stopping`)."""
+    def _wait_for_subscribers(self, connections: list) -> None:
+        """Create every topic's publisher and wait until each has a subscriber (module doc);
+        after ``wait`` seconds, play anyway and say which topics nobody reads."""
+        publishers = {c.topic: self._publisher(c.topic, c.msgtype) for c in connections}
+        publishers = {t: p for t, p in publishers.items() if p is not None}
+        deadline = time.monotonic() + self.wait
+        unread = sorted(publishers)
+        while unread and time.monotonic() < deadline and not stopping.requested():
+            time.sleep(0.05)
+            unread = [t for t in unread if publishers[t].get_subscription_count() == 0]
+        if unread:
+            self.get_logger().info(f"no subscriber after {self.wait:g} s on "
+                                   f"{', '.join(unread)}: playing anyway")
+        elif publishers:
+            time.sleep(MATCH_GRACE)
+
+def play_bag(bag: Path, rate: float = 1.0, loop: bool = False, wait: float = 10.0) -> int:
+    """Play ``bag`` (again and again with ``loop``; ``wait``: at most this many seconds for
+    every topic's subscribers first); exit status 0, also when stopped by SIGINT/SIGTERM
+    (:mod:`inertial_id.nodes.stopping`)."""
     init()
     player = None
     try:
-        player = Player(Path(bag), rate)
+        player = Player(Path(bag), rate, wait)
         played = False
         while not stopping.requested():
             count, played = player.play_once(), True
