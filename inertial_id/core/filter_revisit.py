@@ -52,10 +52,15 @@ class MotionWatch:
         """Stop watching and forget the record."""
         self._times, self._positions, self._next = [], [], np.inf
 
+    @property
+    def watching(self) -> bool:
+        """Whether the filter in use may be replaced (joint states are kept only then)."""
+        return bool(np.isfinite(self._next))
+
     def add(self, times: NDArray[np.float64], positions: NDArray[np.float64]) -> None:
         """Accepted joint states, oldest first: (k,) stamps and (k, n) positions (kept only
-        while watching)."""
-        if times.size and np.isfinite(self._next):
+        while :attr:`watching`)."""
+        if times.size and self.watching:
             self._times.append(np.asarray(times, dtype=float))
             self._positions.append(np.asarray(positions, dtype=float))
 

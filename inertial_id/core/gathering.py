@@ -206,7 +206,7 @@ class Gathering:
         if self.settings.use_measured_velocity:
             v = self.mapper.select(names, velocities)
         accepted = self.synchronizer.add_joint_state(t, q, v)
-        if accepted:
+        if accepted and self.watch.watching:  # per message: no arrays unless watched
             self.watch.add(np.array([t]), q[None])
         return accepted
 
