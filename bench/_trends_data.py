@@ -1,5 +1,5 @@
 """Simulated joint-torque recordings spread over months, for `inertial-id trends`' friction
-drift test (bench/trends.py and test/test_trends.py).
+drift test (bench/trends.py and test/tools/test_trends.py).
 
 One motor-current arm (:class:`inertial_id.core.current_arm.MotorCurrentArm`, the bundled
 URDF, seed 4) runs the same exciting program in every recording, one recording every

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `bench` as a package
 
-from uncertainty import DEFAULT_DATA_DIR, draw_case, robots, run_case  # noqa: E402
+from bench.uncertainty import DEFAULT_DATA_DIR, draw_case, robots, run_case  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,10 +40,9 @@ import pinocchio as pin
 from numpy.typing import NDArray
 
 # The converter module sits next to this script; make it importable however this is run.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `bench` as a package
 
-from tiago_bag import DEFAULT_DATA_DIR, WRENCH_TOPIC, convert  # noqa: E402
-
+from bench.tiago_bag import DEFAULT_DATA_DIR, WRENCH_TOPIC, convert  # noqa: E402
 from inertial_id.bags import BagReader, JointStateSample  # noqa: E402
 from inertial_id.core.errors import InertialIdError  # noqa: E402
 from inertial_id.core.estimators import (  # noqa: E402

@@ -27,10 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `bench` as a package
 
-import _trends_data as td  # noqa: E402
-
+from bench import _trends_data as td  # noqa: E402
 from inertial_id.batch import read_table, write_table  # noqa: E402
 from inertial_id.cli import main as cli  # noqa: E402
 from inertial_id.core.trends import TrendOptions, drift_tests, friction_points  # noqa: E402

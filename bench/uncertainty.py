@@ -43,10 +43,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `bench` as a package
 
-from tiago_bag import DEFAULT_DATA_DIR, URDF_NAME, WRENCH_TOPIC, convert  # noqa: E402
-
+from bench.tiago_bag import DEFAULT_DATA_DIR, URDF_NAME, WRENCH_TOPIC, convert  # noqa: E402
 from inertial_id.core.estimators import N_PI, Estimate, make_estimate  # noqa: E402
 from inertial_id.core.gathering import JointStateSample, WrenchSample  # noqa: E402
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric  # noqa: E402

@@ -50,9 +50,9 @@ from numpy.typing import NDArray
 from tqdm import tqdm
 
 # The loader module sits next to this script; make it importable however the script is run.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `bench` as a package
 
-from _workshop_data import (  # noqa: E402
+from bench._workshop_data import (  # noqa: E402
     DEFAULT_DATA_DIR,
     METRIC_NAMES,
     NOISE_LEVELS,
@@ -65,7 +65,6 @@ from _workshop_data import (  # noqa: E402
     tool_metrics,
     zero_noise_residual,
 )
-
 from inertial_id.core.errors import InertialIdError  # noqa: E402
 from inertial_id.core.estimators import ConsistentEstimator, Constraints  # noqa: E402
 from inertial_id.core.payload import PayloadConfig, PayloadIdentifier  # noqa: E402

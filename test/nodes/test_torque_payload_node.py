@@ -18,7 +18,7 @@ from rclpy.node import Node
 from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.msg import ContactAnomaly, InertialParameters
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 MASS, COM = 0.9, (0.0, 0.02, 0.08)
 PUSH = (22.0, 1.5, 0.0, 40.0, 0.0)  # start s, duration s, force on the payload N

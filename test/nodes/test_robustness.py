@@ -29,23 +29,12 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.serialization import serialize_message
+from recordings import FRAME, JOINT_RATE, START, URDF, WRENCH_RATE, Recording
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header, String
 
 from inertial_id.cdr import CdrEncoder
-from inertial_id.core.errors import InertialIdError, SolverError
-from inertial_id.core.gathering import FrameFollower, GathererSettings, Gathering
-from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.online import OnlineConfig, OnlineEstimator
-from inertial_id.core.payload import PayloadConfig
-from inertial_id.core.pipeline import PayloadPipeline
 from inertial_id.core.simulation import (
-    BUNDLED_HOME,
-    BUNDLED_SENSOR_FRAME,
-    DEFAULT_OFFSET,
-    FourierTrajectory,
-    PayloadSimulation,
-    bundled_urdf_path,
     default_payload,
 )
 from inertial_id.core.synchronizer import SyncedSamples
@@ -64,11 +53,6 @@ from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.solver import Solver
 
 BIN = Path(sys.executable).parent
-URDF = bundled_urdf_path()
-FRAME = BUNDLED_SENSOR_FRAME
-WRENCH_RATE = 250.0
-JOINT_RATE = 125.0
-START = 1000.0  # s, stamp of the first sample
 TRUE_MASS = default_payload().mass
 OK, WARN, ERROR = (level[0] for level in (DiagnosticStatus.OK, DiagnosticStatus.WARN,
                                           DiagnosticStatus.ERROR))
@@ -85,45 +69,20 @@ GATHERER = {"publish_rate": 100.0, "filter_window": 0.32, "filter_delay": 0.016}
 # simulated data and the in-process pipeline
 
 
-@dataclass
-class Recording:
-    """Simulated joint states and wrenches of the bundled arm with the default payload."""
-
-    seconds: float
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        kinematics = SensorKinematics(URDF, FRAME)
-        self.joint_names = list(kinematics.joint_names)
-        self.trajectory = FourierTrajectory.random(BUNDLED_HOME, seed=1)
-        sim = PayloadSimulation(kinematics, self.trajectory, seed=self.seed)
-        self.joint_t = np.arange(0.0, self.seconds, 1.0 / JOINT_RATE)
-        self.wrench_t = np.arange(0.0, self.seconds, 1.0 / WRENCH_RATE)
-        self.position, self.velocity = sim.joint_states(self.joint_t)
-        self.wrench = sim.wrench(self.wrench_t)
-        self.kinematics = kinematics
-
-    def events(self, begin: float, end: float) -> Iterator[tuple[str, int]]:
-        """``("joint", k)`` and ``("wrench", k)`` with data time in [begin, end), in order."""
-        joints = [(t, "joint", k) for k, t in enumerate(self.joint_t) if begin <= t < end]
-        wrenches = [(t, "wrench", k) for k, t in enumerate(self.wrench_t) if begin <= t < end]
-        for _, kind, k in sorted(joints + wrenches):
-            yield kind, k
-
-    def sensor_batches(self, batch: int = 50) -> Iterator[SensorSamples]:
-        """The exact sensor-frame samples (no filter) as SensorSamples message objects, which
-        rclpy serialises itself (the nodes publish bytes of their own encoder)."""
-        q, qd, qdd = self.trajectory(self.wrench_t)
-        twist, proper = self.kinematics.compute(q, qd, qdd)
-        for k in range(0, self.wrench_t.size, batch):
-            s = slice(k, k + batch)
-            times = START + self.wrench_t[s]
-            yield SensorSamples(
-                header=Header(stamp=to_stamp(float(times[-1])), frame_id=FRAME),
-                stamps=[to_stamp(float(t)) for t in times],
-                twist=twist[s].ravel().tolist(), proper_acceleration=proper[s].ravel().tolist(),
-                wrench=self.wrench[s].ravel().tolist(),
-                wrench_raw=self.wrench[s].ravel().tolist())
+def sensor_batches(data: Recording, batch: int = 50) -> Iterator[SensorSamples]:
+    """The exact sensor-frame samples (no filter) as SensorSamples message objects, which
+    rclpy serialises itself (the nodes publish bytes of their own encoder)."""
+    q, qd, qdd = data.trajectory(data.wrench_t)
+    twist, proper = data.kinematics.compute(q, qd, qdd)
+    for k in range(0, data.wrench_t.size, batch):
+        s = slice(k, k + batch)
+        times = START + data.wrench_t[s]
+        yield SensorSamples(
+            header=Header(stamp=to_stamp(float(times[-1])), frame_id=FRAME),
+            stamps=[to_stamp(float(t)) for t in times],
+            twist=twist[s].ravel().tolist(), proper_acceleration=proper[s].ravel().tolist(),
+            wrench=data.wrench[s].ravel().tolist(),
+            wrench_raw=data.wrench[s].ravel().tolist())
 
 
 def is_consistent(msg: InertialParameters) -> bool:
@@ -431,55 +390,6 @@ def test_absurd_values_are_rejected_like_non_finite_ones(data: Recording, where:
         for msg in h.probe.joint_samples:
             assert np.max(np.abs(msg.wrench)) < 1e3
             assert np.max(np.abs(msg.acceleration)) < 1e3
-
-
-def _core_pipeline() -> PayloadPipeline:
-    # feeds of 3 s: no time to choose the filter; the old 41 samples, lag 2 at 500 Hz
-    return PayloadPipeline(Gathering(URDF, GathererSettings(window=0.08, delay=0.004)),
-                           SensorKinematics(URDF, FRAME), OnlineEstimator())
-
-
-def _feed(pipeline: PayloadPipeline, data: Recording, begin: float, end: float,
-          edit: Callable[[str, int, np.ndarray], np.ndarray] = lambda kind, k, x: x) -> None:
-    for n, (kind, k) in enumerate(data.events(begin, end)):
-        try:
-            if kind == "joint":
-                pipeline.add_joint_state(START + data.joint_t[k], data.joint_names,
-                                         edit(kind, k, data.position[k].copy()))
-            else:
-                pipeline.add_wrench(START + data.wrench_t[k],
-                                    edit(kind, k, data.wrench[k].copy()))
-        except InertialIdError:
-            pass
-        if n % 30 == 29:
-            pipeline.process()
-    pipeline.process()
-
-
-@pytest.mark.parametrize("where", ["joint", "wrench"])
-def test_one_absurd_sample_does_not_stop_identification(data: Recording, where: str) -> None:
-    """A 1e30 sample is finite, so the NaN checks pass it. If it reaches the sufficient
-    statistics every later SDP solve fails ("infeasible" / "solver failed") and the estimate
-    stays frozen at the one before it for ever. Identification must go on with the good
-    data."""
-    pipeline = _core_pipeline()
-    _feed(pipeline, data, 0.0, 3.0)
-    before = pipeline.solve()
-    assert before is not None and before.physically_consistent
-    at = {"joint": int(3.0 * JOINT_RATE), "wrench": int(3.0 * WRENCH_RATE)}[where]
-
-    def edit(kind: str, k: int, x: np.ndarray) -> np.ndarray:
-        if kind == where and k == at:
-            x[2] = 1e30
-        return x
-
-    _feed(pipeline, data, 3.0, 6.0, edit)
-    estimate = pipeline.solve()
-    assert estimate is not None and estimate.physically_consistent
-    assert not pipeline.solve_failures, pipeline.solve_failures[-1]
-    assert estimate.samples > 0.8 * 6.0 * WRENCH_RATE, (
-        f"the estimate stopped at {estimate.samples:.0f} samples")
-    assert abs(estimate.body.mass - TRUE_MASS) < 0.02 * TRUE_MASS
 
 
 # ----------------------------------------------------------------------------------------------
@@ -814,80 +724,11 @@ def test_a_bad_robot_description_is_rejected_and_the_node_waits_for_a_good_one(
     assert "robot_description rejected" in err and "'ft_sensor'" in err
 
 
-# ----------------------------------------------------------------------------------------------
-# solver failures
-
-
-def _sensor_data(seconds: float) -> tuple[np.ndarray, ...]:
-    kinematics = SensorKinematics(URDF, FRAME)
-    sim = PayloadSimulation(kinematics, FourierTrajectory.random(BUNDLED_HOME, seed=1))
-    t = np.arange(0.0, seconds, 1.0 / WRENCH_RATE)
-    q, qd, qdd = sim.trajectory(t)
-    twist, proper = kinematics.compute(q, qd, qdd)
-    return START + t, twist, proper, sim.wrench(t)
-
-
-# A margin epsilon the least-squares fit cannot meet, so the conic solver must run (the exact
-# interior shortcut does not apply), and a time limit it cannot meet.
-HURRIED = OnlineConfig(payload=PayloadConfig(solve_timeout=1e-7, epsilon=1.0,
-                                             dedicated_solver=False))
-"""cvxpy's solve with a time limit no solve meets (the dedicated solver has none: its
-iterations are bounded, about a millisecond at most)."""
-
-
-def test_a_solver_timeout_raises_and_keeps_the_last_estimate() -> None:
-    t, twist, proper, wrench = _sensor_data(4.0)
-    normal = OnlineEstimator()
-    normal.add(t, twist, proper, wrench)
-    good = normal.solve()
-    assert good is not None and good.physically_consistent
-    hurried = OnlineEstimator(HURRIED)
-    hurried.add(t, twist, proper, wrench)
-    with pytest.raises(SolverError):
-        hurried.solve()
-    assert hurried.estimate is None
-    hurried.estimate = good  # as if an earlier solve had succeeded
-    with pytest.raises(SolverError, match="user_limit|time|failed"):
-        hurried.solve()
-    assert hurried.estimate is good
-
-
-@pytest.mark.parametrize("poison", [np.inf, np.nan])
-def test_non_finite_statistics_are_a_solver_error_not_a_crash(poison: float) -> None:
-    """Statistics that overflowed (found by the parameter fuzz on a live pipeline: the
-    interior shortcut's NaN reached ``eigvalsh``, whose LinAlgError escaped the solve) are a
-    :class:`SolverError` naming the cause; the last estimate stays."""
-    t, twist, proper, wrench = _sensor_data(4.0)
-    online = OnlineEstimator()
-    online.add(t, twist, proper, wrench)
-    good = online.solve()
-    online.identifier.statistics.moment[3] = poison
-    with pytest.raises(SolverError, match="not finite"):
-        online.solve()
-    assert online.estimate is good
-    with pytest.raises(InertialIdError, match="noise_std"):
-        PayloadConfig(force_noise_std=1e-300)
-
-
-def test_a_failing_solve_in_the_pipeline_is_recorded_and_the_last_estimate_returned() -> None:
-    t, twist, proper, wrench = _sensor_data(4.0)
-    normal = OnlineEstimator()
-    normal.add(t, twist, proper, wrench)
-    good = normal.solve()
-    hurried = OnlineEstimator(HURRIED)
-    pipeline = PayloadPipeline(Gathering(URDF), SensorKinematics(URDF, FRAME), hurried)
-    hurried.add(t, twist, proper, wrench)
-    hurried.estimate = good
-    assert pipeline.solve() is good
-    assert len(pipeline.solve_failures) == 1
-    assert not pipeline.history.pi  # a failed solve is not recorded as an estimate
-
-
 def test_the_solver_node_with_an_impossible_timeout_publishes_nothing_and_stays_up() -> None:
     data = Recording(4.0)
     with harness(nodes=("solver",), solver={"solve_timeout": 1e-6, "epsilon": 1.0,
                                             "dedicated_solver": False}) as h:
-        for msg in data.sensor_batches():
+        for msg in sensor_batches(data):
             h.sensor_pub.publish(msg)
             h.spin(0.01)
         solver = h.nodes["solver"]
@@ -899,7 +740,7 @@ def test_the_solver_node_with_an_impossible_timeout_publishes_nothing_and_stays_
         assert not h.probe.parameters
         assert int(status.values["samples_received"]) == data.wrench_t.size
         # still responsive: more samples are taken
-        h.sensor_pub.publish(next(iter(data.sensor_batches())))
+        h.sensor_pub.publish(next(iter(sensor_batches(data))))
         assert h.spin(5.0, lambda: solver.samples_received > data.wrench_t.size)
 
 
@@ -910,7 +751,7 @@ def test_the_solver_publishes_a_consistent_estimate_after_every_batch() -> None:
     without data."""
     data = Recording(4.0)
     with harness(nodes=("solver",), solver={"min_samples": 500, "publish_rate": 200.0}) as h:
-        batches = list(data.sensor_batches())
+        batches = list(sensor_batches(data))
         for msg in batches:
             h.sensor_pub.publish(msg)
             h.spin(0.02)
@@ -935,7 +776,7 @@ def test_the_solver_drops_malformed_batches() -> None:
     batch is then reported dropped, though part of it is used later)."""
     data = Recording(3.0)
     with harness(nodes=("solver",)) as h:
-        batches = list(data.sensor_batches())
+        batches = list(sensor_batches(data))
         short = batches[0]
         short.twist = short.twist[:-6]
         nan = batches[1]
@@ -1111,38 +952,6 @@ def test_bad_parameter_values_stop_the_node_with_one_line(
     assert message in output and "Traceback" not in output, output
 
 
-# ----------------------------------------------------------------------------------------------
-# the core objects behind those nodes
-
-
-def test_tare_right_before_a_solve_keeps_the_tared_offset_and_an_honest_converged() -> None:
-    """A solve right after a tare used to publish offset 0 (undetermined) with condition
-    number inf and converged true; now the tared offset stays until data determine one."""
-    pipeline = _core_pipeline()
-    data = Recording(4.0, seed=3)
-    _feed(pipeline, data, 0.0, 3.0)
-    assert pipeline.solve() is not None and pipeline.online.converged
-    tared = pipeline.online.tare()
-    estimate = pipeline.solve()
-    assert estimate is not None
-    np.testing.assert_array_equal(estimate.offset, tared.offset)
-    assert np.isfinite(estimate.condition_number)
-    _feed(pipeline, data, 3.0, 4.0)
-    estimate = pipeline.solve()
-    assert np.isfinite(estimate.offset_std).all() and np.isfinite(estimate.condition_number)
-    # estimated again from 1 s of data (as the replay test's tolerance)
-    offset_error = np.abs(estimate.offset - DEFAULT_OFFSET)
-    assert offset_error[:3].max() < 0.1 and offset_error[3:].max() < 0.01
-    assert pipeline.online.converged == bool(
-        estimate.std[0] < pipeline.online.config.converged_mass_std * estimate.pi[0])
-
-
-def test_tare_without_an_estimate_is_refused() -> None:
-    online = OnlineEstimator()
-    with pytest.raises(InertialIdError, match="tare needs"):
-        online.tare()
-
-
 def test_a_wrong_wrench_sign_is_an_error_on_diagnostics_and_in_the_estimate(
         data: Recording) -> None:
     with harness(solver={"wrench_sign": "sensor_on_payload"}) as h:
@@ -1169,10 +978,3 @@ def test_upstream_loss_counts_the_gaps_in_the_running_count() -> None:
     assert (late.missed, late.lost) == (72, 0)
 
 
-def test_one_stray_wrench_frame_does_not_relabel_the_stream() -> None:
-    frames = FrameFollower(switch_after=3)
-    assert [frames.accept(f) for f in ("ft", "ft", "tool0", "ft", "tool0", "tool0")] == [
-        True, True, False, True, False, False]
-    assert frames.frame == "ft"
-    assert frames.accept("tool0") and frames.frame == "tool0"  # three in a row: it switched
-    assert not frames.accept("ft")

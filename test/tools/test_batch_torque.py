@@ -4,7 +4,6 @@ workers, the friction near the simulated arm's, a bag without efforts an error r
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,14 +11,12 @@ import numpy as np
 import pytest
 import yaml
 
+from bench import _trends_data as td
 from inertial_id.bags import JOINT_STATE, joint_state_message, write_bag
 from inertial_id.batch import BatchOptions, read_table, run_batch
 from inertial_id.batch_torque import TorqueSettings
 from inertial_id.cli import main
 from inertial_id.core.simulation import bundled_urdf_path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import _trends_data as td  # noqa: E402
 
 SERIES = td.Series(recordings=2, warmup=0.0, load=0.0)  # 10 s and 20 s, no warm-up
 

@@ -37,7 +37,7 @@ from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.joint_records import joint_name, read_joint_csv
 from inertial_id.links_tool import add_identify_links_parser, run_identify_links
 
-TIAGO = Path(__file__).resolve().parents[2] / "shared" / "data" / "tiago"
+TIAGO = Path(__file__).resolve().parents[3] / "shared" / "data" / "tiago"
 
 
 @pytest.fixture(scope="module")

@@ -5,12 +5,7 @@ second, then the sequences of issue 31). With seed 1 these are the first 10 s of
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-import fault_soak  # noqa: E402
+from bench import fault_soak
 
 
 def test_faults_kill_stall_or_corrupt_nothing(ros_env: dict[str, str]) -> None:

@@ -7,23 +7,20 @@ it are skipped when it is absent.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
-sys.path.insert(0, str(BENCH_DIR))
+from bench import _workshop_data as wd
+from bench import workshop_tools as bench
+from inertial_id.core.estimators import ConsistentEstimator, least_squares
+from inertial_id.core.parameters import BodyParameters
+from inertial_id.core.payload import PayloadConfig, PayloadIdentifier
+from inertial_id.core.regressor import regressor
 
-import _workshop_data as wd  # noqa: E402
-import workshop_tools as bench  # noqa: E402
-
-from inertial_id.core.estimators import ConsistentEstimator, least_squares  # noqa: E402
-from inertial_id.core.parameters import BodyParameters  # noqa: E402
-from inertial_id.core.payload import PayloadConfig, PayloadIdentifier  # noqa: E402
-from inertial_id.core.regressor import regressor  # noqa: E402
+BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 
 # Tools whose stored pi_sensor reproduces the data to rounding (Bent_Jaw_Pliers and Box_Wrench
 # carry a ppm-level mismatch in the stored mass; the Ruler's pseudo-inertia margin, 7e-10, is

@@ -37,7 +37,7 @@ from rclpy.node import Node
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import latched_qos
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(sys.prefix)
 BIN = Path(sys.executable).parent
 NODES = ("gatherer", "kinematics", "solver", "simulator")

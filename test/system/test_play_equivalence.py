@@ -20,7 +20,7 @@ from inertial_id.replay import ReplayOptions, replay
 from inertial_id.synthetic import SimulateOptions, simulate_bag
 
 BIN = Path(sys.executable).parent
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DURATION = 14.0
 PLAY_RATE = 0.5
 

@@ -9,7 +9,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # Python module -> (rosdep key in package.xml, pip name in requirements.txt)
 PYTHON_DEPENDENCIES = {
     "numpy": ("python3-numpy", "numpy"),

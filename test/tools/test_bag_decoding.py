@@ -232,7 +232,7 @@ def _batch_typestore() -> object:
     from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
     store = get_typestore(Stores.ROS2_KILTED)
-    msg_dir = Path(__file__).resolve().parents[1] / "msg"
+    msg_dir = Path(__file__).resolve().parents[2] / "msg"
     for name in ("JointSamples", "SensorSamples"):
         store.register(get_types_from_msg((msg_dir / f"{name}.msg").read_text(),
                                           f"inertial_id/msg/{name}"))

@@ -36,7 +36,7 @@ from inertial_id.replay import (
 from inertial_id.report import write_report
 from inertial_id.synthetic import START_TIME, SimulateOptions, simulate_bag
 
-CONFIG = Path(__file__).resolve().parents[1] / "config" / "inertial_id.yaml"
+CONFIG = Path(__file__).resolve().parents[2] / "config" / "inertial_id.yaml"
 DURATION = 12.0  # s of synthetic recording
 CONTACT = Contact(8.0, 0.4, (0.0, 4.0, 0.0))
 STORAGES = ("mcap", "db3")

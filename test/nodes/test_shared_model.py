@@ -29,7 +29,7 @@ from inertial_id.replay import ReplayOptions, apply_overrides, build_pipeline, l
 from inertial_id.settings import gatherer_kinematics, online_config, shared_model
 
 URDF = bundled_urdf_path()
-CONFIG = Path(__file__).resolve().parents[1] / "config" / "inertial_id.yaml"
+CONFIG = Path(__file__).resolve().parents[2] / "config" / "inertial_id.yaml"
 GRAVITY = [0.0, 0.0, -9.7]  # m/s^2, URDF base frame: not the default
 
 

@@ -4,24 +4,18 @@ unchanged, the published models' torques reproduced on the generated model."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pinocchio as pin
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-import _panda_data as panda  # noqa: E402
-
-from inertial_id.core.dh import DHRow, dh_transform, forward_kinematics, modified_dh_urdf  # noqa: E402
-from inertial_id.core.errors import ModelError  # noqa: E402
-from inertial_id.core.kinematics import load_urdf_model  # noqa: E402
-from inertial_id.core.link_model import LinkModel  # noqa: E402
-from inertial_id.core.parameters import BodyParameters  # noqa: E402
+from bench import _panda_data as panda
+from inertial_id.core.dh import DHRow, dh_transform, forward_kinematics, modified_dh_urdf
+from inertial_id.core.errors import ModelError
+from inertial_id.core.kinematics import load_urdf_model
+from inertial_id.core.link_model import LinkModel
+from inertial_id.core.parameters import BodyParameters
 
 angles = st.floats(-np.pi, np.pi)
 

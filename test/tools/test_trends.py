@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.stats import kendalltau, theilslopes
 
+from bench import _trends_data as td
 from inertial_id.cli import main
 from inertial_id.core.trends import (
     MONTH,
@@ -24,9 +24,6 @@ from inertial_id.core.trends import (
     tools,
     trend_test,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import _trends_data as td  # noqa: E402
 
 DRIFT = 0.03  # of the first Coulomb level per month
 

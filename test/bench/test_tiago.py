@@ -7,7 +7,6 @@ fail until the package is fixed (see their docstrings for the fix).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,24 +14,21 @@ import pinocchio as pin
 import pytest
 from rosbags.highlevel import AnyReader
 
-BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
-sys.path.insert(0, str(BENCH_DIR))
-
-import tiago_bag  # noqa: E402
-import tiago_payload  # noqa: E402
-
-from inertial_id.bags import (  # noqa: E402
+from bench import tiago_bag, tiago_payload
+from inertial_id.bags import (
     JOINT_STATE,
     TYPESTORE,
     BagReader,
     joint_state_message,
     write_bag,
 )
-from inertial_id.core.gathering import Gathering  # noqa: E402
-from inertial_id.core.kinematics import load_urdf_model  # noqa: E402
-from inertial_id.core.regressor import predicted_wrench  # noqa: E402
-from inertial_id.replay import ReplayOptions, load_params, replay  # noqa: E402
-from inertial_id.settings import gatherer_settings, kinematics_settings  # noqa: E402
+from inertial_id.core.gathering import Gathering
+from inertial_id.core.kinematics import load_urdf_model
+from inertial_id.core.regressor import predicted_wrench
+from inertial_id.replay import ReplayOptions, load_params, replay
+from inertial_id.settings import gatherer_settings, kinematics_settings
+
+BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 
 PARAMS = BENCH_DIR / "tiago_params.yaml"
 

@@ -8,7 +8,7 @@ import ast
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "inertial_id"
+PACKAGE = Path(__file__).resolve().parents[2] / "inertial_id"
 
 
 def module_name(path: Path) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 MSG_NAMES = ("InertialParameters", "ContactAnomaly", "JointSamples", "SensorSamples")
 RECEIVE_TIMEOUT = 15.0  # s, from starting the publisher to receiving its message
 

@@ -21,7 +21,7 @@ from rclpy.node import Node
 from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.msg import InertialParameters
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 PAYLOADS = {  # namespace: (mass kg, CoM m, inertia about the CoM)
     "left": (1.5, [0.012, -0.018, 0.065], [0.004, 0.0, 0.0, 0.005, 0.0, 0.0026]),

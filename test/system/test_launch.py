@@ -28,7 +28,7 @@ from inertial_id.nodes.simulator import Simulator
 from inertial_id.nodes.solver import Solver
 from inertial_id.param_spec import SHARED_PARAMETERS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NODE_CLASSES = {"gatherer": Gatherer, "kinematics": Kinematics, "solver": Solver,
                 "simulator": Simulator, "applier": Applier}
 # Where CMake installs what the launch files find in share/inertial_id.

@@ -34,7 +34,7 @@ from inertial_id.core.simulation import DEFAULT_OFFSET, bundled_urdf_path, defau
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes.compensation import history_qos
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 A = default_payload()  # the simulator's payload_* defaults
 B_MASS, B_COM = 0.8, np.array([0.0, 0.03, 0.09])  # its payload_change_* defaults

@@ -20,15 +20,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bench import stop_soak
 from inertial_id import cli
 from inertial_id.nodes import stopping
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 BAD_OUTPUT = ("Traceback", "terminate called", "Aborted", "[FATAL]", "error_already_set")
-sys.path.insert(0, str(ROOT / "bench"))
-
-import stop_soak  # noqa: E402
 
 
 def test_every_node_stops_cleanly_at_random_moments(ros_env: dict[str, str]) -> None:
