@@ -10,8 +10,8 @@ survive it, is in :meth:`inertial_id.core.gathering.Gathering._switch`.
 
 A filter chosen from moving data, or a set window, is kept: replacing one when the motion
 later gets faster or slower (its gain error or its noise grown) was tried, and in the fault
-run (``test/system/test_fault_soak.py``) a switch under injected faults was followed by set-up errors
-whose cause is not pinned down yet.
+run (``test/system/test_fault_soak.py``) a switch under injected faults was followed by set-up
+errors whose cause is not pinned down yet.
 """
 
 from __future__ import annotations
