@@ -82,6 +82,9 @@ class Windows(NamedTuple):
     """(N, K, 6) wrenches."""
     raw: NDArray[np.float64]
     """(N, 6) the samples' own wrenches."""
+    knot: NDArray[np.intp]
+    """(N, K) for each wrench stamp, the index in the sample's joint window of the last joint
+    stamp at or before it (-1 before the window, W - 1 or more after it)."""
 
 
 def polynomial_samples(w: Windows, order: int) -> SyncedSamples:
@@ -127,7 +130,7 @@ def matched_samples(
     filtered = np.einsum("nm,nmf->nf", basis, smoothed[which])
     gamma = np.einsum("nm,nmk->nk", basis, gammas[which])  # (N, W-2)
     tau = w.wrench_t
-    kernel = hat_kernel_at(w.joint_t[which], gamma, tau)
+    kernel = hat_kernel_at(w.joint_t[which], gamma, tau, w.knot)
     spacing = np.empty(tau.shape)
     spacing[:, 1:-1] = 0.5 * (tau[:, 2:] - tau[:, :-2])
     spacing[:, 0] = 0.5 * (tau[:, 1] - tau[:, 0])

@@ -354,9 +354,15 @@ class FixedLagSynchronizer:
         q, wrenches = self._joint_q.view(), self._wrench_w.view()
         velocity = (self._joint_v.view()[joint_windows] if self.use_measured_velocity
                     else None)
+        # The joint sample at or before each wrench stamp of the windows, by one search over
+        # the stamps the windows cover; counted from the start of the sample's joint window.
+        first = int(wrench_windows[0, 0])
+        covered = wrench_t[first : int(wrench_windows[-1, -1]) + 1]
+        at_or_before = np.searchsorted(joint_t, covered, side="right") - 1
+        knot = at_or_before[wrench_windows - first] - (joint_windows[which, :1])
         windows = Windows(wrench_t[index], which, joint_t[joint_windows], q[joint_windows],
                           velocity, wrench_t[wrench_windows], wrenches[wrench_windows],
-                          wrenches[index])
+                          wrenches[index], knot)
         if self.kinematics is None:
             return polynomial_samples(windows, self.order)
         noise_at = None
