@@ -115,6 +115,25 @@ def _products(twist: NDArray[np.float64], products: ArrayLike | None) -> NDArray
     return p
 
 
+def _acceleration_basis() -> NDArray[np.float64]:
+    """(6, 6, 10): the regressor's terms linear in ``[a_lin + w x v_lin; alpha]``, per
+    component: ``a`` in the force rows' mass column and ``-a x`` in the torque rows'
+    first-moment columns, ``alpha x`` in the force rows' first-moment columns and ``I alpha``
+    in the torque rows' inertia columns."""
+    basis = np.zeros((6, 6, 10))
+    for k, unit in enumerate(np.eye(3)):
+        basis[k, :3, 0] = unit
+        basis[k, 3:, 1:4] = -_cross_matrices(unit)
+        basis[3 + k, :3, 1:4] = _cross_matrices(unit)
+        basis[3 + k, 3:, 4:] = _inertia_action(unit)
+    return basis
+
+
+LINEAR_BASIS = np.concatenate((_acceleration_basis(), QUADRATIC_BASIS)).reshape(12, 60)
+"""``Y`` is ``[a_lin + w x v_lin, alpha, products]`` (12 per sample) times this, reshaped to
+(6, 10): every term of the regressor is linear in those features."""
+
+
 def regressor(twist: ArrayLike, proper_acceleration: ArrayLike,
               products: ArrayLike | None = None) -> NDArray[np.float64]:
     """The Newton-Euler regressor ``Y(v, a_g)``.
@@ -123,22 +142,19 @@ def regressor(twist: ArrayLike, proper_acceleration: ArrayLike,
     Columns follow ``pi = [m, mcx, mcy, mcz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]``; rows ``[f; tau]``.
     ``products`` (like the twist): the angular-velocity products of :data:`PRODUCT_PAIRS` to
     use (matched filtering smooths them on their own, :mod:`inertial_id.core.features`);
-    None: the twist's ``w_i w_j``.
+    None: the twist's ``w_i w_j``. One matrix product of the batch's features with
+    :data:`LINEAR_BASIS`.
     """
     v = np.asarray(twist, dtype=float)
     a = np.asarray(proper_acceleration, dtype=float)
     if v.shape != a.shape or v.shape[-1] != 6:
         raise InertialIdError(f"twist {v.shape} and acceleration {a.shape} must be (..., 6)")
-    lin, w = v[..., :3], v[..., 3:]
-    acc, alpha = a[..., :3], a[..., 3:]
+    features = np.empty(v.shape[:-1] + (12,))
     # Classical-like term a + w x v appears in both the force and the torque rows.
-    acc_total = acc + cross(w, lin)
-    y = np.tensordot(_products(v, products), QUADRATIC_BASIS, axes=1)
-    y[..., :3, 0] = acc_total
-    y[..., :3, 1:4] += _cross_matrices(alpha)
-    y[..., 3:, 1:4] = -_cross_matrices(acc_total)
-    y[..., 3:, 4:] += _inertia_action(alpha)
-    return y
+    features[..., :3] = a[..., :3] + cross(v[..., 3:], v[..., :3])
+    features[..., 3:6] = a[..., 3:]
+    features[..., 6:] = _products(v, products)
+    return (features @ LINEAR_BASIS).reshape(v.shape[:-1] + (6, 10))
 
 
 def measurement_matrix(
