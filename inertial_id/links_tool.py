@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from inertial_id.arguments import add_bag, former_flag, given_bag, name_value_pair
 from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.friction import COULOMB_MODELS, FrictionModel
+from inertial_id.core.link_gains import GAIN_STDS
 from inertial_id.core.link_model import LinkModel, structural_base_parameters
 from inertial_id.core.link_selection import (
     PRESLIDING,
@@ -148,9 +149,16 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
         "--drive-gain", type=name_value_pair, nargs="*", default=[],
         metavar="NAME=K", help="drive gains that are known (N m or N per effort unit): kept "
         "when fitting; one known gain anchors the scale of pi"))
+    p.add_argument("--gain-std", type=_gain_std, default=0.0, metavar="STD|auto",
+                   help="refine the drive gains not known jointly with the links under a "
+                   "prior of this relative std around their nominal values, their geometric "
+                   "mean held at the nominal one unless a --drive-gain anchors it; auto: the "
+                   f"best of 0, {', '.join(f'{g:g}' for g in GAIN_STDS)} by the held-out "
+                   "score; default 0 (the nominal gains)")
     p.add_argument("--refine-gains", type=int, default=0, metavar="N",
-                   help="sdp/qp: at most N alternations fitting the effort scales jointly "
-                   "with the inertials (default 0: the CAD fit's scales)")
+                   help="sdp/qp: at most N alternations fitting every effort scale not known "
+                   "jointly with the inertials, no prior (replaces the --gain-std choice; "
+                   "default 0)")
     p.add_argument("--prior-weight", type=float,
                    help="sdp/qp: weight of ||(pi - pi_CAD)/units||^2 relative to the "
                    "weighted effort energy (default: the best of "
@@ -174,6 +182,16 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
     p.add_argument("--com-margin", type=float, metavar="M",
                    help="sdp/qp: keep each body's CoM within M metres of the CAD CoM (box)")
     return p
+
+
+def _gain_std(text: str) -> float | None:
+    """``--gain-std``: a relative std >= 0, or None for ``auto``."""
+    if text == "auto":
+        return None
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"--gain-std must be >= 0 or auto, not {text}")
+    return value
 
 
 def joint_tables(args: argparse.Namespace) -> tuple[JointTable, JointTable]:
@@ -228,7 +246,8 @@ def run_identify_links(args: argparse.Namespace) -> int:
                           folds=args.folds, guard=args.window,
                           refine_friction=_shape_chosen(args, friction),
                           held_out=_held_out_rows(model, args),
-                          presliding_given=args.presliding is not None)
+                          presliding_given=args.presliding is not None,
+                          gain_std=args.gain_std)
     problem, cad, estimate = identify_links(model, data.rows(start, stop), options, base)
     friction = problem.friction_model
     urdf_path = Path(args.urdf)
@@ -239,6 +258,8 @@ def run_identify_links(args: argparse.Namespace) -> int:
            "train_rows": [int(start), int(stop)], "samples": problem.samples,
            "friction_model": friction.settings(),
            "prior_weight": estimate.info.get("prior_weight"),
+           "gain_std": estimate.info.get("gain_std"),
+           "gain_anchor": _gain_anchor(args, estimate.info.get("gain_std")),
            "choices": _choices(estimate.info["selection"], args),
            "torque_rms": _rms(model.joint_names, problem.rms(estimate)),
            "torque_rms_cad": _rms(model.joint_names, problem.rms(cad))}
@@ -310,7 +331,8 @@ def _choices(selection: dict[str, list[dict]], args: argparse.Namespace) -> dict
     out: dict[str, dict] = {}
     shape_given = args.velocity_threshold is not None or args.friction == "none"
     for name, given in (("friction", args.direction_memory != "auto" and shape_given),
-                        ("prior_weight", args.prior_weight is not None)):
+                        ("prior_weight", args.prior_weight is not None),
+                        ("drive_gains", True)):
         if name in selection and args.held_out:
             out[name] = {"source": "held-out recordings",
                          "recordings": [str(b) for b in args.held_out],
@@ -321,6 +343,17 @@ def _choices(selection: dict[str, list[dict]], args: argparse.Namespace) -> dict
         else:
             out[name] = {"source": "option" if given else "not applicable"}
     return out
+
+
+def _gain_anchor(args: argparse.Namespace, gain_std: float | None) -> str:
+    """What holds the common scale of the drive gains (the YAML's ``gain_anchor``)."""
+    if args.refine_gains > 0:
+        return "CAD prior (--refine-gains)"
+    if not gain_std:
+        return "nominal gains, not refined"
+    if args.drive_gain:
+        return "known gains: " + ", ".join(name for name, _ in args.drive_gain)
+    return "geometric mean of the nominal gains"
 
 
 def _print_summary(model: LinkModel, doc: dict) -> None:
@@ -340,6 +373,12 @@ def _print_summary(model: LinkModel, doc: dict) -> None:
               f" memory x0 {row['presliding']:<8g} held-out score {row['score']:.5g}")
     for row in doc["choices"]["prior_weight"].get("candidates", []):
         print(f"  prior weight {row['prior_weight']:<8g} held-out score {row['score']:.5g}")
+    gain_std = doc["gain_std"]
+    print(f"drive gains: prior std {'-' if gain_std is None else f'{gain_std:g}'} "
+          f"({doc['choices']['drive_gains']['source']}; common scale: {doc['gain_anchor']}): "
+          + " ".join("-" if g is None else f"{g:.4g}" for g in doc["drive_gain"].values()))
+    for row in doc["choices"]["drive_gains"].get("candidates", []):
+        print(f"  gain prior std {row['gain_std']:<8g} held-out score {row['score']:.5g}")
     print(f"{'joint':24s} {'RMS id':>10s} {'RMS CAD':>10s}")
     for j in model.joint_names:
         print(f"{j:24s} {doc['torque_rms'][j]:10.4g} {doc['torque_rms_cad'][j]:10.4g}")

@@ -251,7 +251,12 @@ class LinkOptions:
     prior weight is the best of ``prior_weights`` (sdp and qp; wls and pls have no prior).
     ``held_out``: rows (q, qd, qdd, effort) of other recordings of the same arm; when given,
     they score every choice instead of the time blocks, and with ``refine_friction`` the
-    memory's ``x0`` is narrowed down too unless ``presliding_given``."""
+    memory's ``x0`` is narrowed down too unless ``presliding_given``. ``gain_std``: the
+    relative std of the drive gains' prior when the scales not known are refined with the
+    links (0, default: kept; None: chosen among 0 and ``gain_stds``, default
+    :data:`~inertial_id.core.link_gains.GAIN_STDS`, by :func:`~inertial_id.core.link_gains.
+    choose_gains`); ``refine_gains`` > 0 instead alternates all of them with the constrained
+    fit (no prior, no anchor) and skips that choice."""
 
     method: str = "sdp"
     prior_weight: float | None = None
@@ -270,6 +275,8 @@ class LinkOptions:
     refine_friction: bool = False
     held_out: tuple[tuple[NDArray[np.float64], ...], ...] = ()
     presliding_given: bool = False
+    gain_std: float | None = 0.0
+    gain_stds: tuple[float, ...] | None = None
 
 
 def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
@@ -280,7 +287,11 @@ def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
     from the data and their cross-validated scores are in the estimate's
     ``info["selection"]`` (``friction``, ``prior_weight``: the tables of
     :func:`choose_friction` and :func:`choose_prior_weight`); the prior weight used is in
-    ``info["prior_weight"]``."""
+    ``info["prior_weight"]``; the drive gains' (``drive_gains``: the table of
+    :func:`~inertial_id.core.link_gains.choose_gains`) with the prior std used in
+    ``info["gain_std"]``."""
+    from inertial_id.core.link_gains import GAIN_STDS, choose_gains, refined_scales
+
     known = options.known_gain
     unknown = [n for n in known if n not in model.joint_names]
     if unknown:
@@ -304,6 +315,15 @@ def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
         others = [o.with_friction(friction) for o in others]
         cad = problem.fit_cad(fit_scale=options.fit_gains)
         problem.effort_scale = cad.effort_scale.copy()
+    gain_std = options.gain_std
+    if options.refine_gains > 0:
+        gain_std = None
+    elif gain_std is None:
+        stds = GAIN_STDS if options.gain_stds is None else options.gain_stds
+        gain_std, problem.effort_scale, selection["drive_gains"] = choose_gains(
+            problem, stds, options.folds, options.guard, others)
+    else:
+        problem.effort_scale = refined_scales(problem, gain_std)
     threshold = options.max_relative_std if options.max_relative_std > 0 else None
     settings = {"consistency": options.consistency, "com_margin": options.com_margin,
                 "max_relative_std": threshold}
@@ -314,4 +334,5 @@ def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
             others, **settings)
     estimate = identify(problem, options.method, prior_weight=weight or 0.0,
                         refine_scale=options.refine_gains, **settings)
-    return problem, cad, replace(estimate, info={**estimate.info, "selection": selection})
+    return problem, cad, replace(estimate, info={**estimate.info, "selection": selection,
+                                                 "gain_std": gain_std})
