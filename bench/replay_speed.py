@@ -4,25 +4,27 @@ A synthetic bag (default 60 s, 1 kHz wrenches, 500 Hz joint states; written to a
 directory unless ``--bag`` is given) is replayed twice:
 
 - end to end with :func:`inertial_id.replay.replay` (progress bar off): its wall time gives
-  the real-time factor, bag duration / wall time (target: >= 20x);
+  the real-time factor, bag duration / wall time, and its CPU time the factor on an idle core
+  (target: >= 100x per core);
 - by replay's loop (:func:`inertial_id.replay.feed`) with the pipeline's stages wrapped in
   timers (the same :class:`BagReader`, the same pipeline from :func:`build_pipeline`, the
   same batching every ``PROCESS_PERIOD`` seconds of bag time): bag reading + decoding
-  (``BagReader.messages``, timed per 256 messages), gatherer
-  (``add_messages`` and ``pop_ready``), kinematics (``SensorKinematics.compute``), estimator
-  (``OnlineEstimator.add``) and solves.
+  (``BagReader.blocks``, timed per block of up to 2048 messages decoded at once), gatherer
+  (``add_block``, ``add_messages`` and ``pop_ready``), kinematics
+  (``SensorKinematics.compute``), estimator (``OnlineEstimator.add``) and solves.
 
 A third pass reads the same connections with rosbags alone to split the reading cost into
-raw storage reads and the CDR decoding in ``bags.py`` (and times rosbags' own deserialiser
-on the same payloads, for comparison).
+raw storage reads and the CDR block decoding in ``bags.py`` (and times rosbags' own
+deserialiser on the same payloads, for comparison).
 
     python bench/replay_speed.py                      # 60 s bag, table on stdout
     python bench/replay_speed.py --duration 20 --json speed.json
     python bench/replay_speed.py --bag recording/ --params config/inertial_id.yaml
     python bench/replay_speed.py --process-period 0.5  # instrumented loop, larger batches
 
-Costs are per synchronised sample (one per wrench message), in microseconds; 1000 us per
-sample is real time at 1 kHz, so the target of 20x is 50 us per sample in total.
+Costs are per synchronised sample (one per wrench message), in microseconds of CPU; 1000 us
+per sample is real time at 1 kHz, so the target of 100x is 10 us per sample in total. The
+exit status is 1 while the CPU factor misses it.
 """
 
 from __future__ import annotations
@@ -57,13 +59,13 @@ from inertial_id.replay import (  # noqa: E402
 )
 from inertial_id.synthetic import SimulateOptions, simulate_bag  # noqa: E402
 
-TARGET = 20.0
-"""Real-time factor the replay should reach."""
+TARGET = 100.0
+"""Real-time factor per core (bag duration / CPU time) the replay should reach."""
 STAGES = ("read", "gatherer_add", "gatherer_pop", "kinematics", "estimator", "solve",
           "other")
 LABELS = {
-    "read": "bag read + decode (BagReader.messages)",
-    "gatherer_add": "gatherer: add_joint_state / add_wrench",
+    "read": "bag read + decode (BagReader.blocks)",
+    "gatherer_add": "gatherer: add_block / add_messages",
     "gatherer_pop": "gatherer: pop_ready (sync + Savitzky-Golay)",
     "kinematics": "kinematics: SensorKinematics.compute",
     "estimator": "estimator: OnlineEstimator.add",
@@ -112,16 +114,16 @@ class Clock:
         self.breakdown.cpu_seconds[self._stage] += time.process_time() - self._start[1]
 
 
-def _timed_messages(bag: BagReader, clock: Clock, chunk: int = 256) -> Iterator[Any]:
-    """``bag.messages()`` with the reading charged to ``read``; read ``chunk`` messages per
-    timer call, so that the timers cost nothing noticeable."""
-    iterator = bag.messages()
+def _timed_blocks(bag: BagReader, clock: Clock, chunk: int = 16) -> Iterator[Any]:
+    """``bag.blocks()`` with the reading charged to ``read``; ``chunk`` blocks (or messages
+    decoded one by one) per timer call, so that the timers cost nothing noticeable."""
+    iterator = bag.blocks()
     while True:
         with clock("read"):
-            messages = list(itertools.islice(iterator, chunk))
-        if not messages:
+            items = list(itertools.islice(iterator, chunk))
+        if not items:
             return
-        yield from messages
+        yield from items
 
 
 def _timed(clock: Clock, stage: str, function: Any) -> Any:
@@ -144,11 +146,12 @@ def instrumented(bag_path: Path, params_path: Path | None, period: float) -> Bre
         pipeline = build_pipeline(params, resolve_urdf(params["kinematics"], bag))
         gathering, online = pipeline.gathering, pipeline.online
         pipeline.add_messages = _timed(clock, "gatherer_add", pipeline.add_messages)
+        pipeline.add_block = _timed(clock, "gatherer_add", pipeline.add_block)
         gathering.pop_ready = _timed(clock, "gatherer_pop", gathering.pop_ready)
         pipeline.kinematics.compute = _timed(clock, "kinematics", pipeline.kinematics.compute)
         online.add = _timed(clock, "estimator", online.add)
         online.solve = _timed(clock, "solve", online.solve)
-        feed(_timed_messages(bag, clock), pipeline, period)
+        feed(_timed_blocks(bag, clock), pipeline, period)
         out.messages = bag.message_count
         pipeline.finish()
         out.solves = len(pipeline.history.solve_time)
@@ -160,13 +163,13 @@ def instrumented(bag_path: Path, params_path: Path | None, period: float) -> Bre
 
 
 def reading_split(bag_path: Path) -> dict[str, float]:
-    """CPU seconds of ``BagReader.messages()`` alone, split into rosbags' raw storage reads and
+    """CPU seconds of ``BagReader.blocks()`` alone, split into rosbags' raw storage reads and
     the decoding in ``bags.py`` (for comparison: rosbags' own CDR deserialisation)."""
     with BagReader(bag_path) as bag:
         assert bag.topics is not None
         wanted = {bag.topics.joint_states, bag.topics.wrench}
         start = time.process_time()
-        for _ in bag.messages():
+        for _ in bag.blocks():
             pass
         total = time.process_time() - start
     with AnyReader([bag_path], default_typestore=TYPESTORE) as reader:
@@ -203,14 +206,13 @@ def report(numbers: dict[str, Any]) -> str:
     b, split, e2e = numbers["breakdown"], numbers["reading_split"], numbers["replay"]
     n = max(b["samples"], 1)
     duration = numbers["bag_duration_s"]
-    verdict = "met" if numbers["real_time_factor"] >= TARGET else "NOT met"
+    verdict = "met" if numbers["real_time_factor_cpu"] >= TARGET else "NOT met"
     lines = [
         f"bag {numbers['bag']}: {duration:.1f} s, {b['messages']} messages, "
         f"{b['samples']} synchronised samples",
         f"replay() end to end, median of {e2e['runs']}: {e2e['wall_s']:.2f} s wall -> "
-        f"{numbers['real_time_factor']:.1f}x real time (target >= {TARGET:.0f}x: {verdict}); "
-        f"CPU {e2e['cpu_s']:.2f} s -> "
-        f"{numbers['real_time_factor_cpu']:.1f}x on an idle core",
+        f"{numbers['real_time_factor']:.1f}x real time; CPU {e2e['cpu_s']:.2f} s -> "
+        f"{numbers['real_time_factor_cpu']:.1f}x per core (target >= {TARGET:.0f}x: {verdict})",
         f"instrumented loop (pipeline every {numbers['process_period']} s of bag time): "
         f"{b['wall_s']:.2f} s wall ({duration / b['wall_s']:.1f}x), CPU {b['cpu_s']:.2f} s "
         f"({duration / max(b['cpu_s'], 1e-9):.1f}x)",
@@ -227,7 +229,7 @@ def report(numbers: dict[str, Any]) -> str:
     lines += [
         f"  {b['solves']} solves, {solve_ms:.1f} ms CPU each; budget for {TARGET:.0f}x: "
         f"{1e6 * duration / TARGET / n:.0f} us/sample",
-        f"BagReader.messages() alone: {split['bag_messages']:.2f} s CPU = raw storage reads "
+        f"BagReader.blocks() alone: {split['bag_messages']:.2f} s CPU = raw storage reads "
         f"{split['raw_read']:.2f} s ({1e6 * split['raw_read'] / n:.1f} us/sample) + decoding "
         f"{split['decode']:.2f} s ({1e6 * split['decode'] / n:.1f} us/sample; rosbags' "
         f"deserialiser would take {1e6 * split['rosbags_deserialise'] / n:.1f} us/sample)",
@@ -236,7 +238,7 @@ def report(numbers: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark; exit status 1 when the real-time target is missed."""
+    """Run the benchmark; exit status 1 when the real-time target (per core) is missed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bag", type=Path, help="replay this bag instead of a synthetic one")
@@ -277,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(numbers, indent=2))
         print(f"wrote {args.json}")
-    return 0 if numbers["real_time_factor"] >= TARGET else 1
+    return 0 if numbers["real_time_factor_cpu"] >= TARGET else 1
 
 
 if __name__ == "__main__":

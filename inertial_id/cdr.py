@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from inertial_id.core.gathering import JointStateSample, WrenchSample
+from inertial_id.core.gathering import JointStateSample, MessageBlock, WrenchSample
 from inertial_id.core.synchronizer import SyncedSamples
 
 TIME = np.dtype([("sec", "<i4"), ("nanosec", "<u4")])
@@ -146,6 +146,78 @@ class CdrDecoder:
         stamp, frame_id, pos = self._header(raw)
         pos = (pos + 7) & -8
         return WrenchSample(stamp, frame_id, np.array(self._WRENCH.unpack_from(raw, 4 + pos)))
+
+    def _sequence_at(self, raw: bytes, pos: int) -> tuple[int, int, int, int]:
+        """Where the ``float64[]`` at payload offset ``pos`` lies in ``raw``: the offset of its
+        count, its count, the offset of its values, and the payload offset after it (the
+        layout of :meth:`_doubles`)."""
+        pos = (pos + 3) & -4
+        (size,) = self._COUNT.unpack_from(raw, 4 + pos)
+        at = 4 + pos
+        pos += 4
+        if size:
+            pos = (pos + 7) & -8
+        return at, size, 4 + pos, pos + 8 * size
+
+    @staticmethod
+    def _alike(payloads: Sequence[bytes], first: bytes, spans: Sequence[tuple[int, int]]
+               ) -> bool:
+        """Every payload as long as ``first`` and equal to it on ``spans`` (byte ranges)."""
+        size = len(first)
+        keyed = [(a, b, first[a:b]) for a, b in spans]
+        return all(len(raw) == size and all(raw[a:b] == key for a, b, key in keyed)
+                   for raw in payloads)
+
+    def block(self, is_wrench: Sequence[bool], payloads: Sequence[bytes]
+              ) -> MessageBlock | None:
+        """``JointState`` and ``WrenchStamped`` payloads (``is_wrench``: which is which) in
+        arrival order, decoded at once into a :class:`MessageBlock` with the values
+        :meth:`joint_state` and :meth:`wrench` would give; None unless every payload is
+        plain little-endian CDR and each kind's payloads share one layout (the same length,
+        frame id, joint names and sequence sizes: one structured array reads them all)."""
+        if not payloads or not all(self.little_endian_cdr(raw) for raw in payloads):
+            return None
+        wrenches = [raw for w, raw in zip(is_wrench, payloads, strict=True) if w]
+        joints = [raw for w, raw in zip(is_wrench, payloads, strict=True) if not w]
+        stamps = np.empty(len(payloads))
+        kind = np.array(is_wrench, dtype=bool)
+        frame_id, wrench = "", np.empty((0, 6))
+        if wrenches:
+            first = wrenches[0]
+            _, frame_id, pos = self._header(first)
+            start = 4 + ((pos + 7) & -8)
+            if start + 48 > len(first) or not self._alike(wrenches, first, [(12, 4 + pos)]):
+                return None
+            parts = np.frombuffer(b"".join(wrenches), np.dtype({
+                "names": ["sec", "nanosec", "wrench"], "formats": ["<i4", "<u4", ("<f8", 6)],
+                "offsets": [4, 8, start], "itemsize": len(first)}))
+            stamps[kind] = parts["sec"] + 1e-9 * parts["nanosec"]
+            wrench = np.array(parts["wrench"], dtype=float)
+        names: tuple[str, ...] = ()
+        values = [np.empty((len(joints), 0)) for _ in range(3)]
+        if joints:
+            first = joints[0]
+            _, _, pos = self._header(first)
+            names, pos = self._name_list(first, pos)
+            spans, fields = [(12, 4 + pos)], []
+            for k in range(3):  # position, velocity, effort
+                at, size, start, pos = self._sequence_at(first, pos)
+                if start + 8 * size > len(first):
+                    return None
+                spans.append((at, at + 4))
+                if size:
+                    fields.append((k, size, start))
+            if not self._alike(joints, first, spans):
+                return None
+            parts = np.frombuffer(b"".join(joints), np.dtype({
+                "names": ["sec", "nanosec", *(f"f{k}" for k, _, _ in fields)],
+                "formats": ["<i4", "<u4", *(("<f8", size) for _, size, _ in fields)],
+                "offsets": [4, 8, *(start for _, _, start in fields)],
+                "itemsize": len(first)}))
+            stamps[~kind] = parts["sec"] + 1e-9 * parts["nanosec"]
+            for k, _, _ in fields:
+                values[k] = np.array(parts[f"f{k}"], dtype=float)
+        return MessageBlock(kind, stamps, names, *values, frame_id, wrench)
 
     def _times(self, raw: bytes, pos: int) -> tuple[NDArray[np.float64], int]:
         """A ``builtin_interfaces/Time[]`` at payload offset ``pos`` in seconds (as

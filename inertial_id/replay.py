@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import yaml
+from numpy.typing import NDArray
 from tqdm import tqdm
 
 from inertial_id.bags import BagError, BagReader
@@ -28,7 +29,7 @@ from inertial_id.calibration import estimate_document
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimators import Estimate
 from inertial_id.core.frames import OutputFrame
-from inertial_id.core.gathering import Gathering, JointStateSample, WrenchSample
+from inertial_id.core.gathering import Gathering, JointStateSample, MessageBlock, WrenchSample
 from inertial_id.core.parameters import vector_from_symmetric
 from inertial_id.core.pipeline import PayloadPipeline
 from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE
@@ -242,40 +243,114 @@ def data_ledger(fed: Fed, pipeline: PayloadPipeline) -> dict[str, Any]:
     }
 
 
-def feed(messages: Iterable[JointStateSample | WrenchSample], pipeline: PayloadPipeline,
-         period: float, progress: Callable[[int], object] | None = None,
+class _Feeder:
+    """:func:`feed`'s state: the messages not yet given to the pipeline (blocks and lists
+    of messages, in order) and when its next pass is due."""
+
+    def __init__(self, pipeline: PayloadPipeline, period: float,
+                 progress: Callable[[int], object] | None) -> None:
+        self.pipeline, self.period, self.progress = pipeline, period, progress
+        self.fed = Fed()
+        self.next_process = -np.inf
+        self.pending: list[MessageBlock | list[JointStateSample | WrenchSample]] = []
+        self.count = 0
+
+    def due(self, stamps: NDArray[np.float64]) -> int:
+        """Index of the first of the next messages (their stamps, arrival order) after which
+        a pass runs: stamped at or after the next pass, more than a second before the last
+        (the stamps went back), or the :data:`MAX_BLOCK`-th held; ``stamps.size`` when none."""
+        limit = MAX_BLOCK - self.count
+        head = stamps[:limit]
+        hits = np.flatnonzero((head >= self.next_process)
+                              | (head < self.next_process - self.period - 1.0))
+        if hits.size:
+            return int(hits[0])
+        return limit - 1 if limit <= stamps.size else stamps.size
+
+    def add(self) -> None:
+        """Everything held into the pipeline."""
+        for part in self.pending:
+            if isinstance(part, MessageBlock):
+                self.fed.dropped += self.pipeline.add_block(part)
+            else:
+                self.fed.dropped += self.pipeline.add_messages(part)
+        if self.progress is not None and self.count:
+            self.progress(self.count)
+        self.pending, self.count = [], 0
+
+    def run(self, stamp: float) -> None:
+        """A pass after the message stamped ``stamp``."""
+        if self.next_process == -np.inf:
+            first = self.pending[0]
+            self.fed.first_stamp = float(first.stamps[0] if isinstance(first, MessageBlock)
+                                         else first[0].stamp)
+        self.add()
+        self.pipeline.process()
+        self.next_process = stamp + self.period
+
+    def block(self, block: MessageBlock, stop: Callable[[], bool] | None) -> None:
+        """A block of messages, split where passes fall."""
+        start, stamps = 0, block.stamps
+        while start < stamps.size:
+            if stop is not None and stop():
+                self.fed.stopped = True
+                return
+            end = start + self.due(stamps[start:]) + 1
+            part = block.part(start, min(end, stamps.size))
+            self.fed.messages += part.stamps.size
+            if part.wrench.shape[0]:
+                self.fed.wrenches += part.wrench.shape[0]
+                self.fed.frame = self.fed.frame or part.frame_id
+            self.pending.append(part)
+            self.count += part.stamps.size
+            if end <= stamps.size:
+                self.run(float(stamps[end - 1]))
+            start = end
+
+    def message(self, message: JointStateSample | WrenchSample) -> None:
+        """One message (:meth:`due`'s rule for one stamp)."""
+        self.fed.messages += 1
+        last = self.pending[-1] if self.pending else None
+        if not isinstance(last, list):
+            last = []
+            self.pending.append(last)
+        last.append(message)
+        self.count += 1
+        if isinstance(message, WrenchSample):
+            self.fed.wrenches += 1
+            self.fed.frame = self.fed.frame or message.frame_id
+        stamp = message.stamp
+        if (stamp >= self.next_process or stamp < self.next_process - self.period - 1.0
+                or self.count >= MAX_BLOCK):
+            self.run(stamp)
+
+
+def feed(messages: Iterable[MessageBlock | JointStateSample | WrenchSample],
+         pipeline: PayloadPipeline, period: float,
+         progress: Callable[[int], object] | None = None,
          stop: Callable[[], bool] | None = None) -> Fed:
-    """Messages (log-time order) into the pipeline, a pass of it every ``period`` seconds of
-    stamps, as the gatherer node batches; ``progress(n)`` after every n messages; ends early
-    (``Fed.stopped``) once ``stop()`` is true.
+    """Messages (log-time order; one at a time or as :class:`MessageBlock`s, which give the
+    same passes) into the pipeline, a pass of it every ``period`` seconds of stamps, as the
+    gatherer node batches; ``progress(n)`` after every n messages; ends early
+    (``Fed.stopped``) once ``stop()`` is true (asked before each message, or each part of a
+    block up to a pass).
 
     Stamps that go back by more than a second (the end of a glitch ahead, a bag played
     again) start the pacing anew, and a pass runs at least every ``MAX_BLOCK`` messages, so
     no stamp can hold the rest of the bag in memory."""
-    fed = Fed()
-    next_process = -np.inf
-    block: list[JointStateSample | WrenchSample] = []
-    for message in messages:
+    feeder = _Feeder(pipeline, period, progress)
+    for item in messages:
+        if isinstance(item, MessageBlock):
+            feeder.block(item, stop)
+            if feeder.fed.stopped:
+                break
+            continue
         if stop is not None and stop():
-            fed.stopped = True
+            feeder.fed.stopped = True
             break
-        fed.messages += 1
-        block.append(message)
-        if isinstance(message, WrenchSample):
-            fed.wrenches += 1
-            fed.frame = fed.frame or message.frame_id
-        went_back = message.stamp < next_process - period - 1.0
-        if message.stamp >= next_process or went_back or len(block) >= MAX_BLOCK:
-            if next_process == -np.inf:
-                fed.first_stamp = block[0].stamp
-            fed.dropped += pipeline.add_messages(block)
-            if progress is not None:
-                progress(len(block))
-            block = []
-            pipeline.process()
-            next_process = message.stamp + period
-    fed.dropped += pipeline.add_messages(block)
-    return fed
+        feeder.message(item)
+    feeder.add()
+    return feeder.fed
 
 
 def replay(options: ReplayOptions) -> ReplayResult:
@@ -289,7 +364,7 @@ def replay(options: ReplayOptions) -> ReplayResult:
         pipeline = build_pipeline(params, resolve_urdf(params["kinematics"], bag))
         bar = tqdm(total=bag.message_count, unit="msg", disable=not options.progress,
                    desc=f"replay {options.bag.name}", leave=False)
-        fed = feed(bag.messages(), pipeline, PROCESS_PERIOD, bar.update, options.stop)
+        fed = feed(bag.blocks(), pipeline, PROCESS_PERIOD, bar.update, options.stop)
         bar.close()
         total = fed.messages if fed.stopped else bag.message_count
     _check_dropped(options.bag, fed.dropped, total, options.max_dropped,

@@ -67,6 +67,42 @@ class WrenchSample(NamedTuple):
     wrench: NDArray[np.float64]
 
 
+class MessageBlock(NamedTuple):
+    """Joint states and wrenches as arrays, in arrival order (offline reading decodes a
+    block at once, with no object per message): ``is_wrench`` (M,) and header ``stamps``
+    (M,) s per message; the joint states' one name list ``names`` and their (J, k)
+    ``position``, ``velocity`` and ``effort`` (message order, rad, m, rad/s, m/s, N m, N; a
+    field the messages leave empty is (J, 0)); the wrenches' one ``frame_id`` and their
+    (W, 6) ``wrench`` ``[fx, fy, fz, tx, ty, tz]`` (N, N m)."""
+
+    is_wrench: NDArray[np.bool_]
+    stamps: NDArray[np.float64]
+    names: tuple[str, ...]
+    position: NDArray[np.float64]
+    velocity: NDArray[np.float64]
+    effort: NDArray[np.float64]
+    frame_id: str
+    wrench: NDArray[np.float64]
+
+    def part(self, start: int, stop: int) -> MessageBlock:
+        """Messages ``start`` .. ``stop - 1`` (arrival order)."""
+        w0 = int(np.count_nonzero(self.is_wrench[:start]))
+        w1 = w0 + int(np.count_nonzero(self.is_wrench[start:stop]))
+        j0, j1 = start - w0, stop - w1
+        return MessageBlock(self.is_wrench[start:stop], self.stamps[start:stop], self.names,
+                            self.position[j0:j1], self.velocity[j0:j1], self.effort[j0:j1],
+                            self.frame_id, self.wrench[w0:w1])
+
+    def messages(self) -> list[JointStateSample | WrenchSample]:
+        """The same messages, one object each (the per-message path)."""
+        joints = zip(self.position, self.velocity, self.effort, strict=True)
+        wrenches = iter(self.wrench)
+        return [WrenchSample(stamp, self.frame_id, next(wrenches)) if wrench
+                else JointStateSample(stamp, self.names, *next(joints))
+                for wrench, stamp in zip(self.is_wrench.tolist(), self.stamps.tolist(),
+                                         strict=True)]
+
+
 @dataclass(frozen=True)
 class GathererSettings:
     """Filter settings, in seconds, and the joints left out.
@@ -379,41 +415,69 @@ class Gathering:
                                         message.velocity)
         return self.add_wrench(message.stamp, message.wrench)
 
+    def add_block(self, block: MessageBlock) -> Counter[str]:
+        """A :class:`MessageBlock`: the same as :meth:`add_messages` of its messages (the
+        count of those dropped, by reason), without an object per message when the block is
+        clean and its wrenches are in the stream's frame."""
+        has_wrench = block.wrench.shape[0] > 0
+        if ((not has_wrench or self.frames.frame in ("", block.frame_id))
+                and self._extend_arrays(block.stamps, block.is_wrench, block.names,
+                                        block.position, block.velocity, block.wrench)):
+            if has_wrench:
+                self.frames.accept(block.frame_id)
+            return Counter()
+        return self.add_messages(block.messages())
+
     def _extend(self, messages: Sequence[JointStateSample | WrenchSample]) -> bool:
         """The block path of :meth:`add_messages`; False when the block is not clean."""
         joints = [m for m in messages if isinstance(m, JointStateSample)]
         wrenches = [m for m in messages if not isinstance(m, JointStateSample)]
-        measured = self.settings.use_measured_velocity
-        position = np.empty((0, len(self.joint_names)))
-        velocity = position if measured else None
+        names = joints[0].names if joints else ()
+        if any(m.names is not names and m.names != names for m in joints):
+            return False
         try:
-            if joints:
-                names = joints[0].names
-                if any(m.names is not names and m.names != names for m in joints):
-                    return False
+            position = np.array([m.position for m in joints], dtype=float)
+            velocity = (np.array([m.velocity for m in joints], dtype=float)
+                        if self.settings.use_measured_velocity else None)
+            wrench = (np.array([m.wrench for m in wrenches], dtype=float) if wrenches
+                      else np.empty((0, 6)))
+            stamps = np.array([m.stamp for m in messages], dtype=float)
+        except (ValueError, TypeError):  # ragged or malformed arrays
+            return False
+        is_wrench = np.array([not isinstance(m, JointStateSample) for m in messages],
+                             dtype=bool)
+        return self._extend_arrays(stamps, is_wrench, names, position, velocity, wrench)
+
+    def _extend_arrays(self, stamps: NDArray[np.float64], is_wrench: NDArray[np.bool_],
+                       names: Sequence[str], position: NDArray[np.float64],
+                       velocity: NDArray[np.float64] | None,
+                       wrench: NDArray[np.float64]) -> bool:
+        """Messages as arrays (arrival order: ``stamps`` (M,) s, ``is_wrench`` (M,); joint
+        states (J, k) in the order of ``names``; wrenches (W, 6)) into the synchronizer at
+        once; False (nothing buffered) when they are not clean."""
+        joint_t = stamps[~is_wrench]
+        measured = self.settings.use_measured_velocity
+        try:
+            if joint_t.size:
                 if self.mapper.has_duplicates(names):
                     return False
                 index = self.mapper.indices(names)
-                raw = np.array([m.position for m in joints], dtype=float)
-                if raw.shape != (len(joints), len(names)):
+                if position.shape != (joint_t.size, len(names)):
                     return False
-                position = raw[:, index]
                 if measured:
-                    velocity = np.array([m.velocity for m in joints], dtype=float)
-                    if velocity.shape != raw.shape:
+                    if velocity is None or velocity.shape != position.shape:
                         return False
                     velocity = velocity[:, index]
-            wrench = (np.array([m.wrench for m in wrenches], dtype=float) if wrenches
-                      else np.empty((0, 6)))
-            if wrench.shape != (len(wrenches), 6):
-                return False
-            joint_t = np.array([m.stamp for m in joints], dtype=float)
-            wrench_t = np.array([m.stamp for m in wrenches], dtype=float) - self.wrench_delay
-            arrival = np.array([m.stamp - (0.0 if isinstance(m, JointStateSample)
-                                           else self.wrench_delay) for m in messages],
-                               dtype=float)
-        except (SampleError, ValueError, TypeError):  # missing joints, malformed arrays
+                position = position[:, index]
+            else:
+                position = np.empty((0, len(self.joint_names)))
+                velocity = position if measured else None
+        except SampleError:  # missing joints
             return False
+        wrench_t = stamps[is_wrench] - self.wrench_delay
+        if wrench.shape != (wrench_t.size, 6):
+            return False
+        arrival = stamps - np.where(is_wrench, self.wrench_delay, 0.0)
         if not self.synchronizer.extend(joint_t, position, velocity, wrench_t, wrench, arrival):
             return False
         self.watch.add(joint_t, position)

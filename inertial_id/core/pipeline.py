@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimators import Estimate
-from inertial_id.core.gathering import Gathering, JointStateSample, WrenchSample
+from inertial_id.core.gathering import Gathering, JointStateSample, MessageBlock, WrenchSample
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.online import OnlineEstimator
 from inertial_id.core.stages import KinematicsStage
@@ -107,6 +107,10 @@ class PayloadPipeline:
     def add_messages(self, messages: Sequence[JointStateSample | WrenchSample]) -> Counter[str]:
         """Messages in arrival order; see :meth:`Gathering.add_messages`."""
         return self.gathering.add_messages(messages)
+
+    def add_block(self, block: MessageBlock) -> Counter[str]:
+        """Messages decoded as one block; see :meth:`Gathering.add_block`."""
+        return self.gathering.add_block(block)
 
     def process(self) -> int:
         """Run every sample that is ready through kinematics and the estimator; count."""
