@@ -67,7 +67,9 @@ mean over joints of the held-out effort RMS): the shape of the Coulomb term (a d
 0.002, or tanh(qd / v0) with v0 from a grid, then narrowed down; unless --velocity-threshold
 or --smooth-coulomb is given), whether it keeps the direction of the last motion through rest
 (--direction-memory; a joint held still while others move keeps its friction level, which a
-dead band predicts as zero) and the prior weight (--prior-weight, sdp/qp). The choices and
+dead band predicts as zero), the prior weight (--prior-weight, sdp/qp) and how far the drive
+gains not known move from their nominal values (--gain-std: a prior on each gain, their
+geometric mean held at the nominal one, since efforts never fix the common scale). The choices and
 their scores are printed and written to the YAML; check-links, identify-payload and the
 nodes apply the friction model the YAML names.
 
@@ -149,12 +151,12 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
         "--drive-gain", type=name_value_pair, nargs="*", default=[],
         metavar="NAME=K", help="drive gains that are known (N m or N per effort unit): kept "
         "when fitting; one known gain anchors the scale of pi"))
-    p.add_argument("--gain-std", type=_gain_std, default=0.0, metavar="STD|auto",
+    p.add_argument("--gain-std", type=_gain_std, default=None, metavar="STD|auto",
                    help="refine the drive gains not known jointly with the links under a "
                    "prior of this relative std around their nominal values, their geometric "
-                   "mean held at the nominal one unless a --drive-gain anchors it; auto: the "
-                   f"best of 0, {', '.join(f'{g:g}' for g in GAIN_STDS)} by the held-out "
-                   "score; default 0 (the nominal gains)")
+                   "mean held at the nominal one unless a --drive-gain anchors it; 0 keeps "
+                   "the nominal gains (default auto: the best of 0, "
+                   f"{', '.join(f'{g:g}' for g in GAIN_STDS)} by the held-out score)")
     p.add_argument("--refine-gains", type=int, default=0, metavar="N",
                    help="sdp/qp: at most N alternations fitting every effort scale not known "
                    "jointly with the inertials, no prior (replaces the --gain-std choice; "
@@ -260,6 +262,7 @@ def run_identify_links(args: argparse.Namespace) -> int:
            "prior_weight": estimate.info.get("prior_weight"),
            "gain_std": estimate.info.get("gain_std"),
            "gain_anchor": _gain_anchor(args, estimate.info.get("gain_std")),
+           "known_gains": [name for name, _ in args.drive_gain],
            "choices": _choices(estimate.info["selection"], args),
            "torque_rms": _rms(model.joint_names, problem.rms(estimate)),
            "torque_rms_cad": _rms(model.joint_names, problem.rms(cad))}
@@ -332,7 +335,7 @@ def _choices(selection: dict[str, list[dict]], args: argparse.Namespace) -> dict
     shape_given = args.velocity_threshold is not None or args.friction == "none"
     for name, given in (("friction", args.direction_memory != "auto" and shape_given),
                         ("prior_weight", args.prior_weight is not None),
-                        ("drive_gains", True)):
+                        ("drive_gains", args.gain_std is not None or args.refine_gains > 0)):
         if name in selection and args.held_out:
             out[name] = {"source": "held-out recordings",
                          "recordings": [str(b) for b in args.held_out],
@@ -378,7 +381,7 @@ def _print_summary(model: LinkModel, doc: dict) -> None:
           f"({doc['choices']['drive_gains']['source']}; common scale: {doc['gain_anchor']}): "
           + " ".join("-" if g is None else f"{g:.4g}" for g in doc["drive_gain"].values()))
     for row in doc["choices"]["drive_gains"].get("candidates", []):
-        print(f"  gain prior std {row['gain_std']:<8g} held-out score {row['score']:.5g}")
+        print(f"  gain prior std {row['gain_std']:<8g} held-out RMS score {row['score']:.5g}")
     print(f"{'joint':24s} {'RMS id':>10s} {'RMS CAD':>10s}")
     for j in model.joint_names:
         print(f"{j:24s} {doc['torque_rms'][j]:10.4g} {doc['torque_rms_cad'][j]:10.4g}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from inertial_id.arguments import add_bag, former_flag, name_value_pair, require
 from inertial_id.calibration import estimate_document
 from inertial_id.core.anomaly import contact_intervals
 from inertial_id.core.errors import ModelError, SampleError
+from inertial_id.core.link_pair_gains import refit_pair_gains
 from inertial_id.core.torque_payload import (
     LinkTorqueModel,
     TorquePayloadIdentifier,
@@ -48,7 +50,11 @@ recording). With --unloaded BAG (the same arm without the payload, the same traj
 two recordings are aligned in time (cross-correlation of the joint velocities, within
 --max-shift s of their starts) and subtracted sample by sample, so the arm's own torques and
 the link model's error of them cancel; each recording keeps its own friction and offsets (their
-change is fitted alongside the payload). --pair-method refit instead re-fits friction and
+change is fitted alongside the payload). The payload loads every joint, so the pair also
+tells the drive gains' ratios: --pair-gains auto (default) fits them with the payload when
+that predicts held-out time blocks of the pair better, their geometric mean held at the link
+model's (a model's known gains are held instead); the common scale, which sets the mass, is
+never in the efforts. --pair-method refit instead re-fits friction and
 offsets on the unloaded recording and keeps the rigid bodies (the arm model's error then stays
 in the payload). Writes the replay's YAML layout (estimate:
 mass, com, inertia_com, pi, std, com_std, inertia_com_std, ...)."""
@@ -93,6 +99,12 @@ def add_identify_payload_parser(subparsers: argparse._SubParsersAction
                    help="with --unloaded: fit the payload to the aligned sample-by-sample "
                    "difference (default), or re-fit friction and offsets on the unloaded "
                    "recording and fit the loaded one")
+    p.add_argument("--pair-gains", choices=("auto", "fit", "model"), default="auto",
+                   help="with --unloaded (difference): the drive gains' ratios fitted with the "
+                   "payload (the payload loads every joint), their geometric mean held at the "
+                   "link model's unless the model has known gains; auto (default) keeps the "
+                   "model's gains or fits them, whichever predicts held-out time blocks of "
+                   "the pair better")
     p.add_argument("--max-shift", type=float, default=10.0, metavar="S",
                    help="with --unloaded: largest time shift between the two recordings' "
                    "starts the alignment searches, s (default 10)")
@@ -188,6 +200,23 @@ def _own_clock(rows: tuple[NDArray[np.float64], ...]) -> tuple[NDArray[np.float6
     return (rows[0] - rows[0][0], *rows[1:])
 
 
+def _known_gains(args: argparse.Namespace, links: LinkTorqueModel) -> NDArray[np.bool_]:
+    """Per joint whether its drive gain is known: a --links model's ``known_gains``, else
+    --drive-gain with --urdf."""
+    path = getattr(args, "links", None)
+    names = (yaml.safe_load(Path(path).read_text()).get("known_gains", []) if path
+             else [name for name, _ in getattr(args, "drive_gain", [])])
+    return np.array([n in names for n in links.model.joint_names])
+
+
+def _print_pair_gains(gains: dict) -> None:
+    """The pair's gain choice and its held-out scores."""
+    for row in gains["candidates"]:
+        print(f"  drive gains {row['gains']:<7} held-out RMS score {row['score']:.5g}")
+    print("drive gains from the pair (" + gains["mode"] + "): effort scales "
+          + " ".join(f"{s:.4g}" for s in gains["effort_scale"].values()))
+
+
 def run_identify_payload(args: argparse.Namespace) -> int:
     """Run ``identify-payload``; 0 on success."""
     bag = required_bag(args)
@@ -203,6 +232,17 @@ def run_identify_payload(args: argparse.Namespace) -> int:
     identifier = TorquePayloadIdentifier(links, args.frame)
     if pair.get("method") == "difference":
         difference = paired_difference(links, loaded, unloaded, args.max_shift)
+        factors, table = refit_pair_gains(identifier, difference, args.pair_gains,
+                                          _known_gains(args, links))
+        if not np.allclose(factors, 1.0):
+            links = replace(links, effort_scale=links.effort_scale * factors)
+            identifier.links = links
+            difference = paired_difference(links, loaded, unloaded, args.max_shift)
+        pair["gains"] = {"mode": args.pair_gains,
+                         "effort_scale": dict(zip(links.model.joint_names,
+                                                  links.effort_scale.tolist(), strict=True)),
+                         "factors": factors.tolist(), "candidates": table}
+        _print_pair_gains(pair["gains"])
         estimate = identify_paired_payload(identifier, difference)
         samples = difference.t.size
         pair["shift_s"] = difference.shift

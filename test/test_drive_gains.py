@@ -83,7 +83,7 @@ def test_identify_links_records_the_gain_choice_and_tools_apply_it(
         arm: MotorCurrentArm, tmp_path: Path) -> None:
     """--gain-std auto with a held-out recording: the candidates and their scores in the
     YAML's choices, the gains used in effort_scale / drive_gain, which check-links and
-    identify-payload's link model load; the default keeps the nominal gains."""
+    identify-payload's link model load; --gain-std 0 keeps the nominal gains."""
     bags = {}
     for name, seed, duration in (("ident", 41, 24.0), ("other", 42, 12.0)):
         traj = trajectory(arm.home, seed=seed, holds=((4, 3.0, 6.0),))
@@ -110,8 +110,58 @@ def test_identify_links_records_the_gain_choice_and_tools_apply_it(
     assert np.allclose(loaded.effort_scale, scale)
 
     nominal = tmp_path / "nominal.yaml"
-    assert main([*common, "--output", str(nominal)]) == 0
+    assert main([*common, "--gain-std", "0", "--output", str(nominal)]) == 0
     doc = yaml.safe_load(nominal.read_text())
     assert doc["gain_std"] == 0.0 and doc["choices"]["drive_gains"]["source"] == "option"
     assert doc["gain_anchor"] == "nominal gains, not refined"
     assert np.allclose(list(doc["effort_scale"].values()), 1.0)
+
+
+def test_identify_payload_fits_the_gain_ratios_on_the_pair(arm: MotorCurrentArm,
+                                                           tmp_path: Path) -> None:
+    """A loaded/unloaded pair (2 kg) with the published gains (up to 3.9 % off): the fitted
+    gains are chosen on held-out blocks of the pair, the scale / true of the first five joints
+    within 1.5 % of each other (published: 7.2 % apart; measured 1.3 %), the last wrist
+    joint's, which the payload's small offset from its axis hardly loads, within 6 % (4 %),
+    the geometric mean held at the model's, the mass within 2 % (-1.46 %; the published
+    gains gave +0.95 % here, their errors offsetting); with the elbow's true gain given, that
+    scale is kept and the first five within 1.5 % of the truth."""
+    from inertial_id.core.parameters import BodyParameters
+
+    payload = BodyParameters.from_mass_com_inertia(2.0, [0.02, -0.01, 0.08],
+                                                   np.diag([0.01, 0.012, 0.008]))
+    traj = trajectory(arm.home, seed=8)
+    bags = {}
+    for name, held in (("loaded", payload), ("unloaded", nothing_held())):
+        rec = arm.record(traj, 16.0, held, seed=1 if name == "loaded" else 2)
+        bags[name] = write_current_bag(tmp_path / name, arm, rec, held)
+    truth = arm.gain_error
+    assert truth.max() / truth.min() > 1.07
+
+    def run(*extra: str) -> dict:
+        out = tmp_path / "payload.yaml"
+        assert main(["identify-payload", str(bags["loaded"]), "--unloaded",
+                     str(bags["unloaded"]), "--urdf", bundled_urdf_path(),
+                     "--payload-frame", arm.sensor_frame, "--output", str(out),
+                     *extra]) == 0
+        return yaml.safe_load(out.read_text())
+
+    doc = run()
+    gains = doc["unloaded"]["gains"]
+    assert gains["mode"] == "auto"
+    best = min(gains["candidates"], key=lambda row: row["score"])
+    assert best["gains"] == "fitted"
+    ratio = np.array(list(gains["effort_scale"].values())) / truth
+    assert ratio[:5].max() / ratio[:5].min() < 1.015
+    assert ratio[5] == pytest.approx(np.mean(ratio[:5]), rel=0.06)
+    assert np.exp(np.mean(np.log(list(gains["effort_scale"].values())))) == pytest.approx(
+        1.0, abs=1e-6)
+    model = run("--pair-gains", "model")
+    assert np.allclose(list(model["unloaded"]["gains"]["effort_scale"].values()), 1.0)
+    # The common scale stays the published gains' (geometric mean 0.8 % off the truth's).
+    assert doc["estimate"]["mass"] == pytest.approx(2.0, rel=0.02)
+
+    known = run("--drive-gain", f"elbow_joint={float(1.0 / truth[2])!r}")
+    scale = np.array(list(known["unloaded"]["gains"]["effort_scale"].values()))
+    assert scale[2] == pytest.approx(truth[2], rel=1e-12)
+    assert scale[:5] == pytest.approx(truth[:5], rel=0.015)

@@ -34,7 +34,7 @@ from inertial_id.core.links.estimate import LinkEstimate
 from inertial_id.core.links.identification import LinkIdentification
 
 
-def _zero_sum_basis(k: int) -> NDArray[np.float64]:
+def zero_sum_basis(k: int) -> NDArray[np.float64]:
     """Orthonormal basis (k, k - 1) of the vectors of R^k summing to zero."""
     q = np.linalg.qr(np.eye(k) - 1.0 / k)[0]
     return q[:, :k - 1]
@@ -55,7 +55,7 @@ def anchored_scales(problem: LinkIdentification, refined: ArrayLike,
     idx = np.flatnonzero(refined)
     if idx.size < (2 if anchor else 1):
         return scale
-    basis = _zero_sum_basis(idx.size) if anchor else np.eye(idx.size)
+    basis = zero_sum_basis(idx.size) if anchor else np.eye(idx.size)
     w = np.asarray(joint_sigma, dtype=float) ** -2
     nb = problem.base.count
     gram = problem._gram  # per joint [Y_b, F, e] Gram matrices
