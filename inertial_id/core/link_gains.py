@@ -20,10 +20,12 @@ Each candidate is scored like the other choices (:func:`~inertial_id.core.link_s
 cross_validated_rms`: time blocks of the record, or the fit on the whole record predicting
 other recordings) and the best kept. The prior keeps the scales whose torques the
 trajectory hardly excites (a wrist's) near their nominal value: without it (``sigma_g``
-unbounded) a simulated spherical-wrist arm's wrist scales moved by x0.65 and x1.08, the
-held-out score was 0.1 % better and the payload mass came out 11 % low; ``sigma_g`` 0.1
-still gave -4.2 %. The grid therefore stops at 3 %, the size of the gain errors it is
-meant for.
+unbounded) a simulated spherical-wrist arm's last scale moved to x0.65 of the truth (the
+others by 4-17 %), the held-out score 0.18 % better than with ``sigma_g`` 0.03, and the
+payload's mass from the pair with those gains came out 11 % low (-4.2 % with ``sigma_g`` 0.1,
+-2.0 % with 0.03; identify-payload now refits the ratios on the pair,
+:mod:`inertial_id.core.link_pair_gains`). The grid therefore stops at 3 %, the size of the
+gain errors it is meant for.
 """
 
 from __future__ import annotations

@@ -18,10 +18,11 @@ payload, by weighted least squares with ``pi`` projected out (BFGS over ``log c`
 time blocks of the pair better (the geometric mean over joints of the held-out RMS, as
 identify-links scores its choices; the payload and the factors fitted on the other blocks).
 
-Simulated motor-current arms (gains up to 4 % off, 1.5-3 kg payloads): fitted scale / true
-within 0.2-1.9 % on every joint of four arms (the published gains: up to 4.0 % off), the
-payload's mass error -0.56, -0.80, +0.41, -0.71 % against -1.03, -0.38, -1.97, -2.29 % with
-the link model's gains.
+Simulated motor-current arms (``bench/torque_generalization.py``: gains up to 4 % off,
+1.5-3 kg payloads, four arms): fitted scale / true within 2.0 % of 1 on every joint, spread
+0.6-1.7 % per arm (the rest is the published gains' common scale; published / true 0.96-1.04);
+the payload's mass error -0.55, -0.80, +0.43, -0.71 % against -1.03, -0.38, -1.97, -2.29 %
+with the link model's gains.
 """
 
 from __future__ import annotations
