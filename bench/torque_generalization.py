@@ -20,9 +20,14 @@ Per arm the package's commands run with their defaults (in-process, ``inertial_i
 unloaded run, another trajectory of the same arm, instead of time blocks of ``ident``);
 ``check-links MODEL valid --compare-urdf``;
 ``identify-payload loaded --unloaded unloaded --links MODEL --payload-frame ft_sensor``;
-``check-links MODEL pushK``. The truth model (the simulator's own inertials, friction, gains
-and offsets) is scored through the same check: the same bag reading, Savitzky-Golay states
-and rows, its prediction :meth:`MotorCurrentArm.expected` of the filtered states.
+``check-links MODEL pushK``. identify-links chooses the drive gains' refinement (prior std
+0, 0.003, 0.01, 0.03, geometric mean of the refined gains held at the published ones) and
+identify-payload whether to fit the gains' ratios with the payload on the pair; "gain error"
+is published / true, the scales identified are to be compared with it. ``--known-gain`` gives
+identify-links true gains as user knowledge (not used by default). The truth model (the
+simulator's own inertials, friction, gains and offsets) is scored through the same check: the
+same bag reading, Savitzky-Golay states and rows, its prediction
+:meth:`MotorCurrentArm.expected` of the filtered states.
 
 Reported per arm and joint: held-out relative error ``100 |e - e_hat| / |e|`` of the identified
 model, of the truth model and their ratio, the CAD URDF's; the payload mass error; per push
@@ -154,16 +159,22 @@ def score_contacts(found: list[list[float]], pushes: list[list[float]], offset: 
             "onset_delay_s": delays, "false_alarms": len(false), "false_intervals": false}
 
 
-def one_arm(name: str, seed: int, folder: Path, push_force: float = 60.0) -> dict[str, Any]:
-    """Simulate one arm, run the commands, score them."""
+def one_arm(name: str, seed: int, folder: Path, push_force: float = 60.0,
+            known: tuple[str, ...] = (), gain_std: str | None = None) -> dict[str, Any]:
+    """Simulate one arm, run the commands, score them (``known``: joints whose true drive
+    gain identify-links is given, ``--drive-gain``, as a user who measured it)."""
     urdf_file, home = ARMS[name]
     cad = str(resources.files("inertial_id") / "resources" / urdf_file)
     arm = MotorCurrentArm.random(cad, seed, home=home)
     begin = time.perf_counter()
     truth = make_bags(arm, seed, folder, push_force)
     model = folder / "model.yaml"
+    names = arm.joint_names
+    gains = [f"{j}={float(1.0 / arm.gain_error[names.index(j)])!r}" for j in known]
     run(["identify-links", str(folder / "ident"), "--urdf", cad, "--held-out",
-         str(folder / "unloaded"), "--output", str(model)])
+         str(folder / "unloaded"), "--output", str(model)]
+        + (["--drive-gain", *gains] if gains else [])
+        + (["--gain-std", gain_std] if gain_std is not None else []))
     doc = yaml.safe_load(model.read_text())
     run(["check-links", str(model), str(folder / "valid"), "--compare-urdf",
          "--output", str(folder / "valid.json")])
@@ -172,7 +183,9 @@ def one_arm(name: str, seed: int, folder: Path, push_force: float = 60.0) -> dic
     run(["identify-payload", str(folder / "loaded"), "--unloaded", str(folder / "unloaded"),
          "--links", str(model), "--payload-frame", arm.sensor_frame,
          "--output", str(folder / "payload.yaml")])
-    mass = yaml.safe_load((folder / "payload.yaml").read_text())["estimate"]["mass"]
+    payload_doc = yaml.safe_load((folder / "payload.yaml").read_text())
+    mass = payload_doc["estimate"]["mass"]
+    pair_gains = payload_doc["unloaded"].get("gains", {})
     offset = 15 / 125.0  # check-links scores from the first full filter window
     contacts = {"valid": score_contacts(check["contacts"], [], offset)}
     for bag, pushes in truth["pushes"].items():
@@ -186,6 +199,11 @@ def one_arm(name: str, seed: int, folder: Path, push_force: float = 60.0) -> dic
         "arm": name, "seed": seed, "joints": check["joints"],
         "gain_error": arm.gain_error.tolist(),
         "friction_choice": doc["friction_model"], "prior_weight": doc["prior_weight"],
+        "gain_std": doc.get("gain_std"), "gain_anchor": doc.get("gain_anchor"),
+        "effort_scale": list(doc["effort_scale"].values()),
+        "pair_effort_scale": list(pair_gains.get("effort_scale", {}).values()),
+        "pair_gain_choice": [{k: r[k] for k in ("gains", "score")}
+                             for r in pair_gains.get("candidates", [])],
         "identified_relative_error_percent": check["relative_error_percent"],
         "truth_relative_error_percent": truth_rel,
         "ratio": ratio, "cad_relative_error_percent": check["urdf_relative_error_percent"],
@@ -213,11 +231,13 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def print_arm(r: dict[str, Any]) -> None:
     """One arm's table."""
     print(f"\narm {r['arm']} seed {r['seed']} ({r['seconds']} s): memory x0 "
-          f"{r['friction_choice']['presliding']:g}, prior weight {r['prior_weight']}")
+          f"{r['friction_choice']['presliding']:g}, prior weight {r['prior_weight']}, "
+          f"gain prior std {r['gain_std']}")
     for label, key in (("identified %", "identified_relative_error_percent"),
                        ("truth %", "truth_relative_error_percent"), ("ratio", "ratio"),
                        ("CAD URDF %", "cad_relative_error_percent"),
-                       ("gain error", "gain_error")):
+                       ("gain error", "gain_error"), ("links' scales", "effort_scale"),
+                       ("pair's scales", "pair_effort_scale")):
         print(f"  {label:<14}" + " ".join(f"{v:8.3f}" for v in r[key]))
     print(f"  payload {r['payload_mass']:.4f} kg -> {r['payload_mass_identified']:.4f} kg "
           f"({r['payload_mass_error_percent']:+.2f} %)")
@@ -236,6 +256,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="the URDF (default bundled: inertial_id/resources/arm6_ft.urdf)")
     p.add_argument("--push-force", type=float, default=60.0, metavar="N",
                    help="pushes of N/2 to N newtons at the flange (default 60)")
+    p.add_argument("--known-gain", nargs="+", default=[], metavar="JOINT",
+                   help="give identify-links these joints' true drive gains (--drive-gain), "
+                   "as a user who measured them would")
+    p.add_argument("--gain-std", metavar="STD|auto",
+                   help="pass identify-links --gain-std (default: its own default)")
     p.add_argument("--json", type=Path, metavar="OUT", help="write every figure here")
     p.add_argument("--keep", type=Path, metavar="DIR",
                    help="keep the bags and outputs under DIR (default: a temporary folder)")
@@ -246,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds:
             folder = root / f"{args.arm}_{seed}"
             folder.mkdir(parents=True, exist_ok=False)
-            rows.append(one_arm(args.arm, seed, folder, args.push_force))
+            rows.append(one_arm(args.arm, seed, folder, args.push_force,
+                                tuple(args.known_gain), args.gain_std))
             print_arm(rows[-1])
     total = summary(rows)
     print("\n" + json.dumps(total))
