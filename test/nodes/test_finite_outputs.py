@@ -11,8 +11,9 @@ import math
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
+from recordings import Recording
 from std_srvs.srv import Trigger
-from test_robustness import Harness, Recording, harness
+from test_robustness import Harness, harness, sensor_batches
 from visualization_msgs.msg import MarkerArray
 
 from inertial_id.msg import ContactAnomaly, InertialParameters, JointSamples, SensorSamples
@@ -85,7 +86,7 @@ def test_nothing_non_finite_is_published_on_any_topic() -> None:
         h.wait_for_estimate()
         # The internal topics: 1e200 and NaN batches, then good data goes on.
         for poison in (1e200, -1e200, np.nan, 1e7):
-            for batch in list(data.sensor_batches())[:2]:
+            for batch in list(sensor_batches(data))[:2]:
                 batch.twist = [poison] * len(batch.twist)
                 batch.header.frame_id = INJECTED
                 h.sensor_pub.publish(batch)
