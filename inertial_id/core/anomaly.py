@@ -275,8 +275,17 @@ class T2Monitor:
             t2_filtered = self._confirm.t2(f)
             confirmed = t2_filtered > self._confirm.threshold
             settled = t2_filtered < self.release * self._confirm.threshold
-        flags = np.array([self._step(*x) for x in zip(t, t2, confirmed, settled, strict=True)],
-                         dtype=bool)
+        # Out of contact, samples under the threshold only end a run above it: the loop
+        # starts at the first sample over it.
+        first = 0
+        if not self._in_contact:
+            over = np.flatnonzero(t2 > self._threshold)
+            first = int(over[0]) if over.size else t.size
+            if first:
+                self._above = 0
+        flags = np.zeros(t.size, dtype=bool)
+        flags[first:] = [self._step(*x) for x in zip(t[first:], t2[first:], confirmed[first:],
+                                                     settled[first:], strict=True)]
         if self.adapt and np.any(~flags):
             self._refine(e[~flags])
         return T2Result(t2, flags, self._threshold)

@@ -7,9 +7,10 @@ how many wrench samples a window takes so that both streams' windows span the sa
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
 from inertial_id.core.features import decode_features
@@ -62,6 +63,16 @@ def wrench_span(joint_t: NDArray[np.float64], wrench_t: NDArray[np.float64], win
     return Span(before, after)
 
 
+def row_windows(rows: NDArray[Any], starts: NDArray[np.intp], width: int) -> NDArray[Any]:
+    """(S, ..., width): the ``width`` consecutive rows of ``rows`` (R, ...) from each of
+    ``starts`` (S,), the row index last; a view, not a copy, when the starts follow each
+    other (consecutive samples, the usual batch)."""
+    view = sliding_window_view(rows, width, axis=0)
+    if starts.size and starts[-1] - starts[0] == starts.size - 1:
+        return view[starts[0] : starts[-1] + 1]
+    return view[starts]
+
+
 class Windows(NamedTuple):
     """The data under the windows of N wrench samples whose joint windows are M distinct
     ones of W joint samples each (consecutive wrenches share them: each is fitted once)."""
@@ -79,7 +90,8 @@ class Windows(NamedTuple):
     wrench_t: NDArray[np.float64]
     """(N, K) wrench stamps, s."""
     wrench: NDArray[np.float64]
-    """(N, K, 6) wrenches."""
+    """(N, 6, K) wrenches, component by component (a view of the buffer where the windows
+    follow each other: :func:`row_windows`)."""
     raw: NDArray[np.float64]
     """(N, 6) the samples' own wrenches."""
     knot: NDArray[np.intp]
@@ -97,7 +109,7 @@ def polynomial_samples(w: Windows, order: int) -> SyncedSamples:
         velocity, acceleration = v_fit.evaluate(w.at, (0, 1), w.which)
     else:
         position, velocity, acceleration = q_fit.evaluate(w.at, (0, 1, 2), w.which)
-    (wrench,) = local_polynomial(w.wrench_t, w.wrench, w.at, order)
+    (wrench,) = local_polynomial(w.wrench_t, w.wrench.transpose(0, 2, 1), w.at, order)
     return SyncedSamples(w.at, position, velocity, acceleration, wrench, w.raw)
 
 
@@ -137,7 +149,7 @@ def matched_samples(
     spacing[:, -1] = 0.5 * (tau[:, -1] - tau[:, -2])
     weights = kernel * spacing
     weights /= weights.sum(axis=1, keepdims=True)
-    wrench = np.einsum("nk,nkj->nj", weights, w.wrench)
+    wrench = np.einsum("nk,njk->nj", weights, w.wrench)
     twist, proper, products = decode_features(filtered)
     noise = None
     if noise_at is not None:

@@ -20,6 +20,7 @@ from inertial_id.core.synchronizer.filters import (
     Windows,
     matched_samples,
     polynomial_samples,
+    row_windows,
     wrench_span,
 )
 from inertial_id.core.synchronizer.samples import (
@@ -347,22 +348,25 @@ class FixedLagSynchronizer:
         sample ``ks`` at or before it, through the plain or the matched filter."""
         if index.size == 0:
             return SyncedSamples.empty(self.n_joints)
-        # Consecutive wrenches share joint windows: fit each window once.
-        centres, which = np.unique(ks, return_inverse=True)
+        # Consecutive wrenches share joint windows: fit each window once (ks ascends).
+        new = np.empty(ks.size, dtype=bool)
+        new[0] = True
+        np.not_equal(ks[1:], ks[:-1], out=new[1:])
+        centres, which = ks[new], np.cumsum(new) - 1
         joint_windows = centres[:, None] + js.offsets()
-        wrench_windows = index[:, None] + ws.offsets()
+        starts, width = index - ws.before, ws.before + ws.after + 1  # the wrench windows
         q, wrenches = self._joint_q.view(), self._wrench_w.view()
         velocity = (self._joint_v.view()[joint_windows] if self.use_measured_velocity
                     else None)
         # The joint sample at or before each wrench stamp of the windows, by one search over
         # the stamps the windows cover; counted from the start of the sample's joint window.
-        first = int(wrench_windows[0, 0])
-        covered = wrench_t[first : int(wrench_windows[-1, -1]) + 1]
+        first = int(starts[0])
+        covered = wrench_t[first : int(starts[-1]) + width]
         at_or_before = np.searchsorted(joint_t, covered, side="right") - 1
-        knot = at_or_before[wrench_windows - first] - (joint_windows[which, :1])
+        knot = row_windows(at_or_before, starts - first, width) - joint_windows[which, :1]
         windows = Windows(wrench_t[index], which, joint_t[joint_windows], q[joint_windows],
-                          velocity, wrench_t[wrench_windows], wrenches[wrench_windows],
-                          wrenches[index], knot)
+                          velocity, row_windows(wrench_t, starts, width),
+                          row_windows(wrenches, starts, width), wrenches[index], knot)
         if self.kinematics is None:
             return polynomial_samples(windows, self.order)
         noise_at = None
@@ -372,8 +376,8 @@ class FixedLagSynchronizer:
             at_or_before = joint_windows[:, self.window - 1 - self.lag]
             noise_at = (self.jacobians(q[at_or_before])[which],  # (N, 6, n)
                         self._joint_s.view()[at_or_before - 1][which])  # (N, n)
-        return matched_samples(windows, self._joint_f.view()[joint_windows[:, 1:-1]],
-                               self.order, noise_at)
+        features = row_windows(self._joint_f.view(), joint_windows[:, 1], self.window - 2)
+        return matched_samples(windows, features.transpose(0, 2, 1), self.order, noise_at)
 
     def _prune(self, joint_t: NDArray[np.float64], js: Span, ws: Span) -> None:
         """Drop buffered samples that no future window can use."""
