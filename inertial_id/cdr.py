@@ -163,10 +163,9 @@ class CdrDecoder:
     def _alike(payloads: Sequence[bytes], first: bytes, spans: Sequence[tuple[int, int]]
                ) -> bool:
         """Every payload as long as ``first`` and equal to it on ``spans`` (byte ranges)."""
-        size = len(first)
-        keyed = [(a, b, first[a:b]) for a, b in spans]
-        return all(len(raw) == size and all(raw[a:b] == key for a, b, key in keyed)
-                   for raw in payloads)
+        if {len(raw) for raw in payloads} != {len(first)}:
+            return False
+        return all({raw[a:b] for raw in payloads} == {first[a:b]} for a, b in spans)
 
     def block(self, is_wrench: Sequence[bool], payloads: Sequence[bytes]
               ) -> MessageBlock | None:
@@ -175,7 +174,7 @@ class CdrDecoder:
         :meth:`joint_state` and :meth:`wrench` would give; None unless every payload is
         plain little-endian CDR and each kind's payloads share one layout (the same length,
         frame id, joint names and sequence sizes: one structured array reads them all)."""
-        if not payloads or not all(self.little_endian_cdr(raw) for raw in payloads):
+        if {raw[:2] for raw in payloads} != {b"\x00\x01"}:  # plain little-endian CDR
             return None
         wrenches = [raw for w, raw in zip(is_wrench, payloads, strict=True) if w]
         joints = [raw for w, raw in zip(is_wrench, payloads, strict=True) if not w]
