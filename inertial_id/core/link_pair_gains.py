@@ -16,7 +16,9 @@ payload, by weighted least squares with ``pi`` projected out (BFGS over ``log c`
 
 :func:`choose_pair_gains` keeps the model's gains or fits them, whichever predicts held-out
 time blocks of the pair better (the geometric mean over joints of the held-out RMS, as
-identify-links scores its choices; the payload and the factors fitted on the other blocks).
+identify-links scores its choices; the payload and the factors fitted on the other blocks),
+the fitted ones only when they lower it by more than
+:data:`~inertial_id.core.link_gains.MARGIN` (relative; 0.8-5 % on the arms below).
 
 Simulated motor-current arms (``bench/torque_generalization.py``: gains up to 4 % off,
 1.5-3 kg payloads, four arms): fitted scale / true within 2.0 % of 1 on every joint, spread
@@ -31,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize
 
+from inertial_id.core.link_gains import MARGIN
 from inertial_id.core.link_model import N_PI
 from inertial_id.core.link_selection import score
 from inertial_id.core.links.gains import zero_sum_basis
@@ -108,9 +111,10 @@ def pair_gain_factors(gram: NDArray[np.float64], known: ArrayLike | None = None
 def choose_pair_gains(grams: NDArray[np.float64], samples: int,
                       known: ArrayLike | None = None) -> tuple[NDArray[np.float64], list[dict]]:
     """Factors of the better of the link model's gains (all 1) and the fitted ones
-    (:func:`pair_gain_factors`) by time-block cross-validation on ``grams`` (folds, nv, 11,
-    11, :func:`pair_grams` of ``samples`` rows), and the table of both (``gains``: model or
-    fitted, per-joint held-out RMS in effort units, score, factors on the whole pair)."""
+    (:func:`pair_gain_factors`; better by more than ``MARGIN``) by time-block cross-validation
+    on ``grams`` (folds, nv, 11, 11, :func:`pair_grams` of ``samples`` rows), and the table of
+    both (``gains``: model or fitted, per-joint held-out RMS in effort units, score, factors
+    on the whole pair)."""
     whole = grams.sum(axis=0)
     table = []
     for label in ("model", "fitted"):
@@ -124,7 +128,7 @@ def choose_pair_gains(grams: NDArray[np.float64], samples: int,
         c = pair_gain_factors(whole, known) if label == "fitted" else np.ones(whole.shape[0])
         table.append({"gains": label, "score": score(rms), "rms": rms.tolist(),
                       "factors": c.tolist()})
-    best = min(table, key=lambda row: row["score"])
+    best = table[1] if table[1]["score"] < (1.0 - MARGIN) * table[0]["score"] else table[0]
     return np.asarray(best["factors"]), table
 
 
