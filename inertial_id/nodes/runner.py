@@ -20,14 +20,31 @@ from inertial_id.nodes import stopping
 from inertial_id.nodes.common import PipelineNode, init, make_executor, spin
 from inertial_id.nodes.managed import managed, managed_requested
 
+SENSOR_FRAME_FLAG = "--sensor-frame"
+"""Non-ROS argument ``--sensor-frame=FRAME``: the launch file's ``sensor_frame`` argument."""
+
+
+def with_sensor_frame(argv: Sequence[str]) -> list[str]:
+    """``argv`` with a non-empty ``--sensor-frame=FRAME`` among its non-ROS arguments turned
+    into ``--ros-args -p sensor_frame:=FRAME`` at the end, which overrides the parameter
+    files' value; an empty one (the launch file's default) leaves the files' value alone."""
+    frames = [a.split("=", 1)[1] for a in remove_ros_args(list(argv))[1:]
+              if a.startswith(SENSOR_FRAME_FLAG + "=")]
+    kept = [a for a in argv if not a.startswith(SENSOR_FRAME_FLAG + "=")]
+    if frames and frames[-1]:
+        kept += ["--ros-args", "-p", f"sensor_frame:={frames[-1]}"]
+    return kept
+
 
 def run(node_factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     """Standard ``main``: init, spin one node until SIGINT/SIGTERM, shut down; exit code 0
     for a stop at any moment, 1 on a start-up error (one line). ``--managed`` (or
     ``--managed=true``) among the non-ROS arguments starts a pipeline node's lifecycle version
-    (:mod:`inertial_id.nodes.managed`)."""
+    (:mod:`inertial_id.nodes.managed`); ``--sensor-frame=FRAME`` sets ``sensor_frame``
+    (:func:`with_sensor_frame`)."""
+    args = with_sensor_frame(sys.argv if args is None else args)
     try:
-        wanted = managed_requested(remove_ros_args(list(sys.argv if args is None else args))[1:])
+        wanted = managed_requested(remove_ros_args(args)[1:])
         if wanted and not (isinstance(node_factory, type)
                            and issubclass(node_factory, PipelineNode)):
             raise InertialIdError("--managed is for gatherer, kinematics and solver")

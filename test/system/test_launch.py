@@ -24,6 +24,7 @@ from inertial_id.nodes.applier import Applier
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.managed import managed_requested
+from inertial_id.nodes.runner import with_sensor_frame
 from inertial_id.nodes.simulator import Simulator
 from inertial_id.nodes.solver import Solver
 from inertial_id.param_spec import SHARED_PARAMETERS
@@ -205,3 +206,38 @@ def test_the_demo_in_a_namespace_keeps_its_topics_in_it() -> None:
     given = {a.get("name"): a.get("value") for a in root.iter("arg") if a.get("value")}
     assert not given["joint_states_topic"].startswith("/")
     assert not given["wrench_topic"].startswith("/")
+
+
+@pytest.mark.parametrize(("given", "expected"), [({}, "from_file"),
+                                                  ({"sensor_frame": "ft_link"}, "ft_link")])
+def test_the_sensor_frame_argument_overrides_the_parameter_file_only_when_given(
+        tmp_path: Path, given: dict[str, str], expected: str) -> None:
+    """The launch file's ``sensor_frame`` reaches the gatherer and the kinematics node as
+    ``--sensor-frame=...``; left empty (its default) the parameter file's value holds, given it
+    wins over the file. Checked on the node's real parameter overrides."""
+    params = tmp_path / "params.yaml"
+    params.write_text("/**/gatherer:\n  ros__parameters:\n    window: 0.1\n"
+                      "/**:\n  ros__parameters:\n    sensor_frame: from_file\n")
+    launch = ROOT / "launch" / "inertial_id.launch.xml"
+    root = ET.parse(launch).getroot()
+    inline = {p.get("name") for p in root.iter("param")}
+    assert "sensor_frame" not in inline  # inline, it would override the file's even when empty
+    nodes = launch_nodes(launch, given)
+    assert {name for _, name, p in nodes if any(a.startswith("--sensor-frame=")
+                                                for a in p["__args"])} == {"gatherer",
+                                                                           "kinematics"}
+    for _, name, node_params in nodes:
+        if name not in ("gatherer", "kinematics"):
+            continue
+        argv = with_sensor_frame([name, *node_params["__args"], "--ros-args", "--params-file",
+                                  str(params)])
+        assert not any(a.startswith("--sensor-frame") for a in argv)
+        context = rclpy.Context()
+        rclpy.init(args=argv, context=context)
+        try:
+            node = Node(name, context=context,
+                        automatically_declare_parameters_from_overrides=True)
+            assert node.get_parameter("sensor_frame").value == expected
+            node.destroy_node()
+        finally:
+            rclpy.shutdown(context=context)
