@@ -91,12 +91,21 @@ def timed_batch(folder: Path, table: Path, *extra: str) -> dict[str, float]:
     return {"wall_s": wall}
 
 
-def _start(*args: str) -> subprocess.Popen[bytes]:
+def start_module(*args: str) -> subprocess.Popen[bytes]:
+    """``python -m ARGS`` in a session of its own, output discarded (a Dask scheduler or
+    worker)."""
     return subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def start_worker(scheduler_file: Path) -> subprocess.Popen[bytes]:
+    """A Dask worker (one thread, no nanny) of the scheduler ``scheduler_file`` describes."""
+    return start_module("distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file),
+                        "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host", "127.0.0.1")
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a :func:`start_module` process and its children, and reap it."""
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
@@ -112,15 +121,13 @@ def killed_worker_batch(folder: Path, table: Path, kill_after: float) -> dict[st
 
     scratch = Path(tempfile.mkdtemp(prefix="batch-kill-"))
     scheduler_file = scratch / "scheduler.json"
-    processes = [_start("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                        "--no-dashboard", "--scheduler-file", str(scheduler_file))]
+    processes = [start_module("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
+                              "0", "--no-dashboard", "--scheduler-file", str(scheduler_file))]
     try:
         while not scheduler_file.exists():
             time.sleep(0.1)
         address = json.loads(scheduler_file.read_text())["address"]
-        workers = [_start("distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file),
-                          "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host",
-                          "127.0.0.1") for _ in range(2)]
+        workers = [start_worker(scheduler_file) for _ in range(2)]
         processes += workers
         with Client(address, timeout="60s") as watcher:
             watcher.wait_for_workers(2, timeout=120)
@@ -129,13 +136,13 @@ def killed_worker_batch(folder: Path, table: Path, kill_after: float) -> dict[st
                                       "--no-progress", "--scheduler", address])
             time.sleep(kill_after)
             busy = watcher.run(executing)
-            _stop(workers[0])
+            stop_process(workers[0])
             status = batch.wait()
         return {"status": status, "kill_after_s": kill_after,
                 "workers_replaying_at_kill": int(sum(1 for v in busy.values() if v))}
     finally:
         for process in reversed(processes):
-            _stop(process)
+            stop_process(process)
 
 
 def equal_tables(a: Path, b: Path) -> bool:

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from bench.batch_scaling import start_module, start_worker, stop_process
 from inertial_id.batch import (
     COLUMNS,
     BagTask,
@@ -137,22 +135,6 @@ def test_error_rows_are_one_line_and_tables_reject_others(tmp_path: Path) -> Non
         read_table(tmp_path / "table.txt")
 
 
-def _start(*args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=10)
-
-
-def _worker(scheduler_file: Path) -> subprocess.Popen[bytes]:
-    return _start("distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file),
-                  "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host", "127.0.0.1")
-
-
 def _wait(condition: object, seconds: float, what: str) -> None:
     deadline = time.monotonic() + seconds
     while not condition():  # type: ignore[operator]
@@ -170,14 +152,14 @@ def test_existing_cluster_with_a_worker_killed_mid_run(two_workers: Path, fleet:
         return dask_worker.state.executing_count  # type: ignore[attr-defined]
 
     scheduler_file = tmp_path / "scheduler.json"
-    scheduler = _start("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                       "--no-dashboard", "--scheduler-file", str(scheduler_file))
+    scheduler = start_module("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
+                             "0", "--no-dashboard", "--scheduler-file", str(scheduler_file))
     processes = [scheduler]
     try:
         _wait(scheduler_file.exists, 60, "the scheduler")
         address = json.loads(scheduler_file.read_text())["address"]
         assert address.startswith("tcp://127.0.0.1:")
-        first = _worker(scheduler_file)
+        first = start_worker(scheduler_file)
         processes.append(first)
         table = tmp_path / "cluster.parquet"
         status: list[int] = []
@@ -187,11 +169,11 @@ def test_existing_cluster_with_a_worker_killed_mid_run(two_workers: Path, fleet:
         with Client(address, timeout="30s") as watcher:
             batch.start()
             _wait(lambda: any(watcher.run(executing).values()), 120, "a bag being replayed")
-            _stop(first)
-            processes.append(_worker(scheduler_file))
+            stop_process(first)
+            processes.append(start_worker(scheduler_file))
             batch.join(timeout=180)
         assert not batch.is_alive() and status == [3]  # 3: the corrupt bag
         assert read_table(table) == read_table(two_workers)
     finally:
         for process in reversed(processes):
-            _stop(process)
+            stop_process(process)
