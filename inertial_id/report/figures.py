@@ -9,6 +9,7 @@ through ``pyplot``: no display is needed and no global backend state is touched.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 
 DPI = 150
 """Resolution of the PNG figures (dots per inch)."""
+CAPTION_WIDTH = 150
+"""Characters per line of a caption under a figure (its 9 in width at the caption's size)."""
 AXES = ("x", "y", "z")
 COLORS = ("tab:red", "tab:green", "tab:blue")
 CONTACT_STYLE = {"color": "tab:orange", "alpha": 0.2, "lw": 0}
@@ -68,8 +71,16 @@ def _figure(rows: int, height: float) -> tuple[Figure, list[Axes]]:
     return figure, list(axes)
 
 
-def _save(figure: Figure, path: Path) -> Path:
-    figure.tight_layout()
+def _save(figure: Figure, path: Path, caption: str = "") -> Path:
+    """Lay out and write ``figure``; a ``caption`` goes under the axes, wrapped, where it
+    covers neither the data nor a legend."""
+    if caption:
+        lines = textwrap.wrap(caption, CAPTION_WIDTH)
+        figure.text(0.01, 0.01, "\n".join(lines), fontsize=7.5, va="bottom")
+        height = figure.get_figheight()
+        figure.tight_layout(rect=(0.0, (0.15 * len(lines) + 0.1) / height, 1.0, 1.0))
+    else:
+        figure.tight_layout()
     figure.savefig(path, dpi=DPI)
     return path
 
@@ -247,14 +258,13 @@ def _t2_plot(result: ReplayResult, path: Path) -> Path | None:
         ax.text(0.5, 0.5, "contact monitor not trained", transform=ax.transAxes,
                 ha="center", va="center")
     c = result.pipeline.online.config
-    ax.text(0.01, 0.02, f"a contact starts after {c.on_samples} consecutive samples above the "
-            f"threshold and ends after {c.off_samples} below {c.release:g} × threshold:\n"
-            "a single sample above it (a spike of the per-batch maximum) is no contact",
-            transform=ax.transAxes, fontsize=7, va="bottom")
     ax.set_title("Contact monitor: Hotelling T² of the residual wrench")
     _finish_axes(ax, "T² (dimensionless)")
     ax.set_xlabel("time since first message (s)")
-    return _save(figure, path)
+    return _save(figure, path, f"A contact starts after {c.on_samples} consecutive samples "
+                 f"above the threshold and ends after {c.off_samples} below {c.release:g} × "
+                 "threshold: a single sample above it (a spike of the per-batch maximum) is "
+                 "no contact.")
 
 
 def _condition_plot(result: ReplayResult, path: Path) -> Path | None:
@@ -270,11 +280,9 @@ def _condition_plot(result: ReplayResult, path: Path) -> Path | None:
     if np.any(np.isfinite(cond)):
         ax.set_yscale("log")
     ax.axhspan(1.0, GOOD_CONDITION, color="tab:green", alpha=0.08)
-    ax.text(0.01, 0.97, f"shaded: below {GOOD_CONDITION:g}, a well exciting motion (the "
-            "bundled exciting trajectory: about 13); in the thousands some parameters are "
-            "barely determined: look at their std", transform=ax.transAxes, fontsize=7,
-            va="top")
     ax.set_title("Excitation: condition number of the scaled regressor")
     _finish_axes(ax, "condition number (–)")
     ax.set_xlabel("time since first message (s)")
-    return _save(figure, path)
+    return _save(figure, path, f"Shaded: below {GOOD_CONDITION:g}, a well exciting motion (the "
+                 "bundled exciting trajectory: about 13); in the thousands some parameters "
+                 "are barely determined: look at their std.")

@@ -431,6 +431,12 @@ def test_report_writes_plots_and_summary(replayed: dict[str, ReplayResult],
     assert "Errors against the ground truth" in summary
     assert "8.000 s" in summary
     assert "## Residual of the final estimate" in summary
+    # the detected contact's samples are left out of the residual's statistics: its force is
+    # no noise, and with it the ratios to the configured noise read 5-10
+    assert "inside the 1 detected contact(s) left out" in summary
+    (row,) = [line for line in summary.splitlines() if line.startswith("| RMS / configured")]
+    ratios = [float(v) for v in row.strip("|").split("|")[1:]]
+    assert len(ratios) == 6 and max(ratios) < 1.5, ratios
 
 
 def test_the_final_fit_explains_the_measured_wrench(replayed: dict[str, ReplayResult]) -> None:
