@@ -102,14 +102,14 @@ def with_defaults(params: tuple[Param, ...], values: Mapping[str, Any],
     return known
 
 
-def _text(value: Any) -> str:
+def default_text(value: Any) -> str:
     """A default as it is written in a parameter file."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
         return f'"{value}"'
     if isinstance(value, list):
-        return "[" + ", ".join(_text(v) for v in value) + "]"
+        return "[" + ", ".join(default_text(v) for v in value) + "]"
     return repr(value)
 
 
@@ -119,7 +119,7 @@ def parameter_help(params: Iterable[Param]) -> str:
     read-only), then its description."""
     lines = []
     for param in params:
-        facts = [f"default {_text(param.default)}"]
+        facts = [f"default {default_text(param.default)}"]
         facts += [f"unit {param.unit}"] if param.unit else []
         facts += [param.range_text] if param.range_text else []
         facts.append("live" if param.live else "read-only")

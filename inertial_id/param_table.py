@@ -14,7 +14,7 @@ from inertial_id.core.kinematics import DEFAULT_GRAVITY
 from inertial_id.core.online import OnlineConfig
 from inertial_id.core.payload import NOISE_STD_RANGE, PayloadConfig
 from inertial_id.handoff import TARGETS
-from inertial_id.param_spec import Param
+from inertial_id.param_spec import Param, default_text
 
 _P, _O, _G = PayloadConfig(), OnlineConfig(), GathererSettings()
 
@@ -283,3 +283,31 @@ SIMULATOR_PARAMS = _simulator_params()
 NODE_PARAMS = {"gatherer": GATHERER_PARAMS, "kinematics": KINEMATICS_PARAMS,
                "solver": SOLVER_PARAMS, "simulator": SIMULATOR_PARAMS,
                "applier": APPLIER_PARAMS}
+
+
+def reference_markdown() -> str:
+    """The parameter reference page (``docs/parameters.md``) written from :data:`NODE_PARAMS`:
+    per node a table of name, default, unit, range, live or read-only, description. The docs
+    test regenerates it and fails when the page and the table differ."""
+    lines = ["# Parameters", "",
+             "Every node's parameters, generated from the parameter table "
+             "(`inertial_id/param_table.py`) by `python -m inertial_id.param_table > "
+             "docs/parameters.md`; the suite fails when this page and the table differ. "
+             "**live**: `ros2 param set` applies a new value while the node runs; "
+             "**read-only**: a change needs a restart. The same checks run at node start, "
+             "on `ros2 param set`, on a replay parameter file and on a command-line flag. "
+             "`inertial_id_<node> --help` prints the same list.", ""]
+    for node, params in NODE_PARAMS.items():
+        lines += [f"## {node}", "",
+                  "| name | default | unit | range | changes | description |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for p in params:
+            cells = (f"`{p.name}`", f"`{default_text(p.default)}`", p.unit, p.range_text,
+                     "live" if p.live else "read-only", p.description)
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(reference_markdown(), end="")

@@ -31,3 +31,14 @@ def test_the_readme_links_resolve() -> None:
     missing = [t for t in targets if t and not (ROOT / t).exists()]
     assert not missing, missing
     assert len(text.splitlines()) <= 200
+
+
+def test_the_parameter_reference_is_the_table() -> None:
+    """``docs/parameters.md`` is what the parameter table writes: a parameter added, removed
+    or changed in the table without regenerating the page fails here."""
+    from inertial_id.param_table import reference_markdown
+
+    page = (ROOT / "docs" / "parameters.md").read_text()
+    assert page == reference_markdown(), (
+        "docs/parameters.md differs from the parameter table: regenerate it with "
+        "`python -m inertial_id.param_table > docs/parameters.md`")
