@@ -42,3 +42,14 @@ def test_the_parameter_reference_is_the_table() -> None:
     assert page == reference_markdown(), (
         "docs/parameters.md differs from the parameter table: regenerate it with "
         "`python -m inertial_id.param_table > docs/parameters.md`")
+
+
+def test_the_messages_page_holds_every_message_verbatim() -> None:
+    """``docs/messages.md`` lists every field of every message: each ``msg/*.msg`` file's
+    text is on the page, whole (a field added to a message and not to the page fails)."""
+    page = (ROOT / "docs" / "messages.md").read_text()
+    files = sorted((ROOT / "msg").glob("*.msg"))
+    assert files
+    for path in files:
+        assert f"## {path.stem}" in page, f"docs/messages.md has no section {path.stem}"
+        assert path.read_text().rstrip("\n") in page, f"docs/messages.md: {path.name} differs"
