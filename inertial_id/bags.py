@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 from rosbags.highlevel import AnyReader
 from rosbags.interfaces import Connection
-from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.rosbag2 import StoragePlugin, Writer, storage_mcap
 from rosbags.typesys import Stores, get_typestore
 
 from inertial_id.cdr import CdrDecoder, stamp_parts
@@ -155,20 +156,36 @@ class BagReader:
         assert self.topics is not None
         conns = [c for c in self._connections() if c.topic != self.topics.robot_description]
         decoder = CdrDecoder()
-        types: list[str] = []
-        payloads: list[bytes] = []
         try:
-            for connection, _, raw in self._reader.messages(connections=conns):
-                types.append(connection.msgtype)
-                payloads.append(raw)
-                if len(payloads) >= size:
-                    yield from self._decode(decoder, types, payloads)
-                    types, payloads = [], []
-            yield from self._decode(decoder, types, payloads)
+            for types, payloads in self.payloads(conns, size):
+                yield from self._decode(decoder, types, payloads)
         except BagError:
             raise
         except Exception as exc:  # a truncated or corrupt bag fails part-way
             raise BagError(f"{self.path}: cannot read the bag: {exc}") from exc
+
+    def payloads(self, connections: Sequence[Connection], size: int
+                 ) -> Iterator[tuple[list[str], list[bytes]]]:
+        """The messages of ``connections`` in log-time order as lists of at most ``size``
+        message types and CDR payloads: read here chunk by chunk from an MCAP file whose
+        chunks follow each other in log time (:func:`mcap_chunks`: the order rosbags gives,
+        without an object per message), else through rosbags' reader."""
+        chunks = mcap_chunks(self._reader, connections)
+        if chunks is not None:
+            for types, payloads in chunks:
+                for start in range(0, len(payloads), size):
+                    yield types[start : start + size], payloads[start : start + size]
+            return
+        types: list[str] = []
+        payloads: list[bytes] = []
+        for connection, _, raw in self._reader.messages(connections=connections):
+            types.append(connection.msgtype)
+            payloads.append(raw)
+            if len(payloads) >= size:
+                yield types, payloads
+                types, payloads = [], []
+        if payloads:
+            yield types, payloads
 
     def _decode(self, decoder: CdrDecoder, types: Sequence[str], payloads: Sequence[bytes]
                 ) -> Iterator[MessageBlock | JointStateSample | WrenchSample]:
@@ -201,6 +218,66 @@ class BagReader:
         f, t = msg.wrench.force, msg.wrench.torque
         return WrenchSample(_seconds(msg.header.stamp), msg.header.frame_id,
                             np.array([f.x, f.y, f.z, t.x, t.y, t.z]))
+
+
+_MCAP_RECORD = struct.Struct("<BQ")  # opcode, length
+_MCAP_MESSAGE = struct.Struct("<HIQQ")  # channel id, sequence, log time, publish time (ns)
+_MCAP_CRC = struct.Struct("<I")
+
+
+def mcap_chunks(reader: AnyReader, connections: Sequence[Connection]
+                ) -> Iterator[tuple[list[str], list[bytes]]] | None:
+    """The messages of ``connections`` chunk by chunk (message types, CDR payloads; each
+    chunk's sorted by log time, stably, as rosbags does) when the bag is one indexed MCAP
+    file read by rosbags' ``McapReader`` (the reader objects of rosbags 0.11), its
+    messages not compressed one by one and its chunks following each other in log time
+    (then rosbags' merge of the chunks is their concatenation); None otherwise."""
+    try:
+        (bag,) = reader.readers
+        (storage,) = bag.storage.storages
+        if bag.storage.metadata.compression_mode == "message":
+            return None
+        wanted = {(c.topic, c.msgtype) for c in connections}
+        channels = {c.id: c.msgtype for c in storage.connections
+                    if (c.topic, c.msgtype) in wanted}
+        chunks = sorted(storage.chunks, key=lambda chunk: chunk.chunk_start_offset)
+        needed = storage_mcap.McapReader, storage_mcap.decompress, storage_mcap.read_exact
+    except (AttributeError, TypeError, ValueError):  # another reader or rosbags version
+        return None
+    if (not isinstance(storage, needed[0]) or storage.bio is None or not chunks
+            or any(a.message_end_time > b.message_start_time
+                   for a, b in zip(chunks, chunks[1:], strict=False))):
+        return None
+    return _read_mcap_chunks(storage, chunks, channels)
+
+
+def _read_mcap_chunks(storage: Any, chunks: Sequence[Any], channels: dict[int, str]
+                      ) -> Iterator[tuple[list[str], list[bytes]]]:
+    """:func:`mcap_chunks`' reading: each chunk's message records (opcode 0x05) of
+    ``channels`` (channel id: message type), the chunk read and checked as rosbags does."""
+    bio, decompress, read_exact = storage.bio, storage_mcap.decompress, storage_mcap.read_exact
+    for chunk in chunks:
+        if not any(chunk.channel_count.get(channel, 0) for channel in channels):
+            continue
+        bio.seek(chunk.chunk_start_offset + 9 + 24)
+        (crc,) = _MCAP_CRC.unpack(read_exact(bio, 4))
+        bio.seek(chunk.chunk_start_offset + 9 + 40 + len(chunk.compression))
+        data = decompress(read_exact(bio, chunk.compressed_size), chunk.compression,
+                          chunk.uncompressed_size, crc)
+        found: list[tuple[int, str, bytes]] = []
+        pos, end = 0, len(data)
+        while pos < end:
+            opcode, length = _MCAP_RECORD.unpack_from(data, pos)
+            if pos + 9 + length > end:
+                raise BagError(f"truncated MCAP record at {pos} of a chunk")
+            if opcode == 0x05:
+                channel, _, log_time, _ = _MCAP_MESSAGE.unpack_from(data, pos + 9)
+                msgtype = channels.get(channel)
+                if msgtype is not None:
+                    found.append((log_time, msgtype, data[pos + 31 : pos + 9 + length]))
+            pos += 9 + length
+        found.sort(key=itemgetter(0))
+        yield [m[1] for m in found], [m[2] for m in found]
 
 
 def _header(stamp: float, frame_id: str = "") -> Any:

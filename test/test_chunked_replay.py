@@ -1,6 +1,7 @@
 """Replay's chunked paths give what the per-message paths give.
 
-Blocks of bag messages decoded at once (:meth:`CdrDecoder.block`, :meth:`BagReader.blocks`)
+MCAP chunks read by ``bags.py`` against rosbags' reader (same messages, same order); blocks
+of bag messages decoded at once (:meth:`CdrDecoder.block`, :meth:`BagReader.blocks`)
 against the messages decoded one by one; :func:`feed` of blocks against :func:`feed` of the
 same messages one at a time (same passes, estimates, contacts and ledger); a block added to
 the gatherer against its messages added one by one when it is not clean; the matched filter's
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inertial_id.bags import BagReader
+from inertial_id.bags import BagReader, mcap_chunks
 from inertial_id.cdr import CdrDecoder, CdrEncoder
 from inertial_id.core.gathering import JointStateSample, MessageBlock, WrenchSample
 from inertial_id.core.signals import fit_projections, hat_kernel_at, second_difference_weights
@@ -39,6 +40,34 @@ def bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """8 s at 1 kHz wrenches and 500 Hz joint states, a push at 6 s."""
     return simulate_bag(tmp_path_factory.mktemp("chunked") / "bag", SimulateOptions(
         duration=8.0, contacts=(Contact(6.0, 0.4, (0.0, 4.0, 0.0)),)))
+
+
+@pytest.fixture(scope="module")
+def db3_bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """2 s in SQLite storage (read through rosbags)."""
+    return simulate_bag(tmp_path_factory.mktemp("chunked") / "db3",
+                        SimulateOptions(duration=2.0, storage="db3"))
+
+
+def test_mcap_chunks_in_rosbags_order(bag: Path) -> None:
+    with BagReader(bag) as reader:
+        assert reader.topics is not None
+        connections = [c for c in reader._reader.connections
+                       if c.topic in (reader.topics.joint_states, reader.topics.wrench)]
+        chunks = mcap_chunks(reader._reader, connections)
+        assert chunks is not None
+        got = [m for types, payloads in chunks for m in zip(types, payloads, strict=True)]
+        want = [(c.msgtype, raw) for c, _, raw in reader._reader.messages(connections)]
+    assert got == want
+
+
+def test_other_storage_through_rosbags(db3_bag: Path) -> None:
+    with BagReader(db3_bag) as reader:
+        assert mcap_chunks(reader._reader, reader._reader.connections) is None
+        items = list(reader.blocks())
+        want = list(reader.messages())
+    assert any(isinstance(item, MessageBlock) for item in items)
+    _same_messages(_flatten(items), want)
 
 
 def _flatten(items: list[MessageBlock | JointStateSample | WrenchSample]
