@@ -48,7 +48,7 @@ demo: $(STAMP)
 
 # The venv's own python: the ROS wheels re-launch it once to set the library path.
 test: $(STAMP)
-	$(TEST_ENV) $(VENV)/bin/python -m pytest -q test
+	$(TEST_ENV) $(VENV)/bin/python -m pytest -q --durations=15 test
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
