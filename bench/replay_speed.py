@@ -13,9 +13,9 @@ directory unless ``--bag`` is given) is replayed twice:
   (``add_block``, ``add_messages`` and ``pop_ready``), kinematics
   (``SensorKinematics.compute``), estimator (``OnlineEstimator.add``) and solves.
 
-A third pass reads the same connections with rosbags alone to split the reading cost into
-raw storage reads and the CDR block decoding in ``bags.py`` (and times rosbags' own
-deserialiser on the same payloads, for comparison).
+A third pass times ``BagReader.blocks()`` alone (MCAP chunks read and decoded in
+``bags.py``), and for comparison rosbags' reader on the same connections, the block decoding
+of the payloads it reads and rosbags' own deserialiser on them.
 
     python bench/replay_speed.py                      # 60 s bag, table on stdout
     python bench/replay_speed.py --duration 20 --json speed.json
@@ -164,9 +164,9 @@ def instrumented(bag_path: Path, params_path: Path | None, period: float) -> Bre
 
 
 def reading_split(bag_path: Path) -> dict[str, float]:
-    """CPU seconds of ``BagReader.blocks()`` alone, of rosbags' raw storage reads of the same
-    messages and of their block decoding (``CdrDecoder.block``, timed on the payloads read;
-    for comparison: rosbags' own CDR deserialisation)."""
+    """CPU seconds of ``BagReader.blocks()`` alone; for comparison, of rosbags' reader on the
+    same messages, of their block decoding (``CdrDecoder.block``, on the payloads it read)
+    and of rosbags' own CDR deserialisation."""
     with BagReader(bag_path) as bag:
         assert bag.topics is not None
         wanted = {bag.topics.joint_states, bag.topics.wrench}
@@ -237,8 +237,9 @@ def report(numbers: dict[str, Any]) -> str:
     lines += [
         f"  {b['solves']} solves, {solve_ms:.1f} ms CPU each; budget for {TARGET:.0f}x: "
         f"{1e6 * duration / TARGET / n:.0f} us/sample",
-        f"BagReader.blocks() alone: {split['bag_messages']:.2f} s CPU; rosbags' raw storage "
-        f"reads {split['raw_read']:.2f} s ({1e6 * split['raw_read'] / n:.1f} us/sample), block "
+        f"BagReader.blocks() alone: {split['bag_messages']:.2f} s CPU "
+        f"({1e6 * split['bag_messages'] / n:.1f} us/sample); rosbags' reader "
+        f"{split['raw_read']:.2f} s ({1e6 * split['raw_read'] / n:.1f} us/sample), block "
         f"decoding {split['decode']:.2f} s ({1e6 * split['decode'] / n:.1f} us/sample; rosbags' "
         f"deserialiser would take {1e6 * split['rosbags_deserialise'] / n:.1f} us/sample)",
     ]
