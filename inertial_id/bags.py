@@ -266,6 +266,7 @@ def _read_mcap_chunks(storage: Any, chunks: Sequence[Any], channels: dict[int, s
                           chunk.uncompressed_size, crc)
         found: list[tuple[int, str, bytes]] = []
         pos, end = 0, len(data)
+        first, last = chunk.message_start_time, chunk.message_end_time
         while pos < end:
             opcode, length = _MCAP_RECORD.unpack_from(data, pos)
             if pos + 9 + length > end:
@@ -273,7 +274,7 @@ def _read_mcap_chunks(storage: Any, chunks: Sequence[Any], channels: dict[int, s
             if opcode == 0x05:
                 channel, _, log_time, _ = _MCAP_MESSAGE.unpack_from(data, pos + 9)
                 msgtype = channels.get(channel)
-                if msgtype is not None:
+                if msgtype is not None and first <= log_time <= last:  # as rosbags reads
                     found.append((log_time, msgtype, data[pos + 31 : pos + 9 + length]))
             pos += 9 + length
         found.sort(key=itemgetter(0))
