@@ -116,18 +116,26 @@ def _column(path: Path) -> NDArray[np.float64]:
     return np.loadtxt(path, dtype=float).reshape(-1)
 
 
-def load_recording(data_dir: Path = DEFAULT_DATA_DIR, rate: float = 1000.0,
-                   cutoff: float = 10.0, order: int = 4) -> Recording:
-    """Read ``trajectory_1``, resample linearly onto a uniform ``rate`` grid (the stamps are
-    jittery), low-pass positions, velocities and torques with a zero-phase Butterworth of
-    ``order`` at ``cutoff`` Hz (``filtfilt``: no lag), accelerations by central differences of
-    the filtered velocity."""
+def read_raw(data_dir: Path = DEFAULT_DATA_DIR
+             ) -> tuple[NDArray[np.float64], dict[str, NDArray[np.float64]]]:
+    """``trajectory_1`` as recorded: the stamps (N,) s and ``positions``, ``velocity``,
+    ``torques`` (N, 7) rad, rad/s, N m, on those (jittery) stamps."""
     folder = Path(data_dir) / "trajectory_1"
     stamps = _column(folder / "exciting_traj_time.txt")
     raw = {name: _column(folder / f"exciting_traj_{name}.txt").reshape(-1, 7)
            for name in ("positions", "velocity", "torques")}
     if not all(len(v) == len(stamps) for v in raw.values()):
         raise ValueError("the Panda files do not have one row per stamp")
+    return stamps, raw
+
+
+def load_recording(data_dir: Path = DEFAULT_DATA_DIR, rate: float = 1000.0,
+                   cutoff: float = 10.0, order: int = 4) -> Recording:
+    """Read ``trajectory_1``, resample linearly onto a uniform ``rate`` grid (the stamps are
+    jittery), low-pass positions, velocities and torques with a zero-phase Butterworth of
+    ``order`` at ``cutoff`` Hz (``filtfilt``: no lag), accelerations by central differences of
+    the filtered velocity."""
+    stamps, raw = read_raw(data_dir)
     t = np.arange(stamps[0], stamps[-1], 1.0 / rate)
 
     def resample(x: NDArray[np.float64]) -> NDArray[np.float64]:
