@@ -27,8 +27,10 @@ from inertial_id.synthetic import SimulateOptions, simulate_bag
 from inertial_id.tune import TuneOptions, report_lines, run_tune
 
 
-def make_bags(root: Path, count: int, duration: float, seed: int) -> Path:
-    """``count`` labelled bags under ``root``; returns the labels file."""
+def make_bags(root: Path, count: int, duration: float, seed: int,
+              force_range: tuple[float, float] = (0.8, 6.0)) -> Path:
+    """``count`` labelled bags under ``root``, contacts of ``force_range`` (N, low and high of a
+    uniform draw); returns the labels file."""
     rng = np.random.default_rng(seed)
     labels = {}
     for i in range(count):
@@ -40,7 +42,7 @@ def make_bags(root: Path, count: int, duration: float, seed: int) -> Path:
         contacts = []
         for _ in range(int(rng.integers(1, 3))):
             direction = rng.normal(size=3)
-            force = direction / np.linalg.norm(direction) * rng.uniform(0.8, 6.0)
+            force = direction / np.linalg.norm(direction) * rng.uniform(*force_range)
             start = float(rng.uniform(8.0, duration - 2.0))
             if all(abs(start - c.start) > 2.0 for c in contacts):
                 contacts.append(Contact(start, float(rng.uniform(0.2, 1.0)),
@@ -66,6 +68,9 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--force", type=float, nargs=2, default=(0.8, 6.0), metavar=("LOW", "HIGH"),
+                        help="contact forces drawn from LOW..HIGH N (default 0.8 6; weak "
+                             "contacts, e.g. 0.2 1, are where the defaults miss some)")
     parser.add_argument("--dir", type=Path, help="keep the bags here (default: a temporary "
                                                  "directory)")
     parser.add_argument("--json", type=Path, help="write the results here")
@@ -73,7 +78,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="tune_bench_") as tmp:
         root = args.dir or Path(tmp)
         began = time.monotonic()
-        labels = make_bags(root, args.bags, args.duration, args.seed)
+        labels = make_bags(root, args.bags, args.duration, args.seed, tuple(args.force))
         simulated = time.monotonic() - began
         options = TuneOptions(inputs=(str(root),), output=root / "tuned.yaml", labels=labels,
                               trials=args.trials, workers=args.workers, seed=args.seed,
