@@ -85,8 +85,8 @@ from inertial_id.core.link_selection import (  # noqa: E402
     coulomb_candidates,
     memory_candidates,
     refine_friction,
-    training_rows,
 )
+from inertial_id.core.link_validation import training_rows  # noqa: E402
 from inertial_id.core.links import LinkEstimate, LinkIdentification, identify  # noqa: E402
 from inertial_id.core.parameters import BodyParameters  # noqa: E402
 

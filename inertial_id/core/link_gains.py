@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from inertial_id.core.link_selection import FOLDS, cross_validated_rms, score
+from inertial_id.core.link_validation import FOLDS, cross_validated_rms, score
 from inertial_id.core.links import LinkEstimate, LinkIdentification
 from inertial_id.core.links.gains import refined_least_squares
 

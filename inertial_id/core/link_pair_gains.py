@@ -35,7 +35,7 @@ from scipy.optimize import minimize
 
 from inertial_id.core.link_gains import MARGIN
 from inertial_id.core.link_model import N_PI
-from inertial_id.core.link_selection import score
+from inertial_id.core.link_validation import score
 from inertial_id.core.links.gains import zero_sum_basis
 from inertial_id.core.torque_payload import TorquePayloadIdentifier
 from inertial_id.core.torque_payload.paired import PairedDifference

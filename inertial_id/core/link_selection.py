@@ -41,7 +41,7 @@ memory's ``x0`` is narrowed down as ``v0`` is (:func:`refine_friction`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -49,7 +49,14 @@ from numpy.typing import NDArray
 
 from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.friction import FrictionModel
+from inertial_id.core.link_gains import GAIN_STDS, choose_gains, refined_scales
 from inertial_id.core.link_model import BaseParameters, LinkModel
+from inertial_id.core.link_validation import (
+    FOLDS,
+    cross_validated_rms,
+    held_out_blocks,
+    score,
+)
 from inertial_id.core.links import (
     LinkEstimate,
     LinkIdentification,
@@ -64,60 +71,6 @@ PRESLIDING = (1e-3, 1e-2)
 VELOCITY_SCALES = (0.0025, 0.005, 0.01, 0.02, 0.04, 0.08)
 """Velocity scales ``v0`` (rad/s or m/s) of the ``tanh(qd / v0)`` Coulomb candidates of
 :func:`coulomb_candidates`; :func:`refine_friction` then narrows the best one down."""
-FOLDS = 5
-
-Fit = Callable[[LinkIdentification], LinkEstimate]
-
-
-def training_rows(n: int, held_out: NDArray[np.intp], guard: int) -> NDArray[np.intp]:
-    """Rows of ``range(n)`` farther than ``guard`` rows from the contiguous ``held_out``."""
-    rows = np.arange(n)
-    return rows[(rows < held_out[0] - guard) | (rows > held_out[-1] + guard)]
-
-
-def score(rms: NDArray[np.float64]) -> float:
-    """Geometric mean over joints of per-joint RMS (inf when any is not finite)."""
-    rms = np.asarray(rms, dtype=float)
-    if not np.all(np.isfinite(rms)):
-        return float("inf")
-    return float(np.exp(np.mean(np.log(np.maximum(rms, 1e-300)))))
-
-
-def _folds(problem: LinkIdentification, folds: int, guard: int
-           ) -> list[tuple[NDArray[np.intp], NDArray[np.intp]]]:
-    """(training rows, held-out rows) per contiguous block."""
-    n = problem.samples
-    if folds < 2 or n < folds * (2 * guard + 2):
-        raise InertialIdError(f"{n} samples are too few for {folds} time blocks with a guard "
-                              f"of {guard} rows")
-    return [(training_rows(n, held, guard), held)
-            for held in np.array_split(np.arange(n), folds)]
-
-
-def cross_validated_rms(problem: LinkIdentification, fit: Fit, folds: int = FOLDS,
-                        guard: int = 0, others: Sequence[LinkIdentification] = ()
-                        ) -> NDArray[np.float64]:
-    """Per-joint RMS (effort units) of ``fit`` predicting each of ``folds`` contiguous blocks
-    of ``problem``'s samples from the rest (minus ``guard`` rows each side), pooled; with
-    ``others`` (other recordings' problems, same model and friction), of ``fit`` on the whole
-    of ``problem`` predicting them, pooled over their samples."""
-    if others:
-        estimate = fit(problem)
-        return _pooled([other.rms(estimate) for other in others], others)
-    squares = np.zeros(problem.model.n)
-    for train, held in _folds(problem, folds, guard):
-        estimate = fit(problem.subset(train))
-        squares += problem.subset(held).rms(estimate) ** 2 * held.size
-    return np.sqrt(squares / problem.samples)
-
-
-def _pooled(rms: Sequence[NDArray[np.float64]], others: Sequence[LinkIdentification]
-            ) -> NDArray[np.float64]:
-    """Per-joint RMS pooled over recordings (weighted by their samples)."""
-    counts = np.array([o.samples for o in others], dtype=float)
-    return np.sqrt(np.einsum("k,kj->j", counts, np.asarray(rms) ** 2) / counts.sum())
-
-
 def memory_candidates(friction: FrictionModel, presliding: Sequence[float] = PRESLIDING
                       ) -> tuple[FrictionModel, ...]:
     """``friction`` without direction memory, then with each presliding ``x0``."""
@@ -214,7 +167,7 @@ def choose_prior_weight(problem: LinkIdentification, method: str = "sdp",
     With ``others``: the fit on the whole of ``problem`` predicting them."""
     squares = np.zeros((len(weights), problem.model.n))
     splits = ([(np.arange(problem.samples), None)] if others
-              else _folds(problem, folds, guard))
+              else held_out_blocks(problem, folds, guard))
     for train, held in splits:
         fold = problem.subset(train)
         tests = others if held is None else [problem.subset(held)]
@@ -290,8 +243,6 @@ def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
     ``info["prior_weight"]``; the drive gains' (``drive_gains``: the table of
     :func:`~inertial_id.core.link_gains.choose_gains`) with the prior std used in
     ``info["gain_std"]``."""
-    from inertial_id.core.link_gains import GAIN_STDS, choose_gains, refined_scales
-
     known = options.known_gain
     unknown = [n for n in known if n not in model.joint_names]
     if unknown:
