@@ -195,11 +195,10 @@ def truth_check(arm: MotorCurrentArm, bag: Path) -> tuple[list[float], list[floa
     return relative(effort, predicted), np.sqrt(np.mean((effort - predicted) ** 2, 0)).tolist()
 
 
-def score_contacts(found: list[list[float]], pushes: list[list[float]], offset: float
+def score_contacts(intervals: list[list[float]], pushes: list[list[float]]
                    ) -> dict[str, Any]:
-    """Pushes found, their onset delays (s) and the false alarms of ``found`` intervals (s
-    since the first checked row, ``offset`` s after the recording's start)."""
-    intervals = [[a + offset, b + offset] for a, b in found]
+    """Pushes found, their onset delays (s) and the false alarms of check-links' contact
+    ``intervals`` (s since the recording's first joint state, as the pushes)."""
     delays = []
     for start, end in pushes:
         hits = [a for a, b in intervals if a < end + 0.3 and b > start]
@@ -237,13 +236,12 @@ def one_arm(name: str, seed: int, folder: Path, push_force: float = 60.0,
     payload_doc = yaml.safe_load((folder / "payload.yaml").read_text())
     mass = payload_doc["estimate"]["mass"]
     pair_gains = payload_doc["unloaded"].get("gains", {})
-    offset = 15 / 125.0  # check-links scores from the first full filter window
-    contacts = {"valid": score_contacts(check["contacts"], [], offset)}
+    contacts = {"valid": score_contacts(check["contacts"], [])}
     for bag, pushes in truth["pushes"].items():
         run(["check-links", str(model), str(folder / bag), "--output",
              str(folder / f"{bag}.json")])
         found = json.loads((folder / f"{bag}.json").read_text())["contacts"]
-        contacts[bag] = {**score_contacts(found, pushes, offset),
+        contacts[bag] = {**score_contacts(found, pushes),
                          "peak_joint_torque_nm": [round(x, 2) for x in truth["push_peak"][bag]]}
     ratio = [a / b for a, b in zip(check["relative_error_percent"], truth_rel, strict=True)]
     return {

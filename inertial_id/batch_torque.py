@@ -60,7 +60,8 @@ class TorqueSettings:
     absolute path), ``urdf`` a URDF overriding the one it names, ``phase`` the length of a
     phase (s), ``method`` overriding the model's identification method, ``payload_frame``
     the frame the payload is given about, ``window``/``order`` the Savitzky-Golay filter
-    (samples), ``confidence`` the contact test's T^2 confidence."""
+    (samples; ``None``: 0.24 s at the recording's rate, as identify-links), ``confidence``
+    the contact test's T^2 confidence."""
 
     links: str
     urdf: str | None = None
@@ -68,7 +69,7 @@ class TorqueSettings:
     method: str | None = None
     payload_frame: str | None = None
     joint_states_topic: str | None = None
-    window: int = 31
+    window: int | None = None
     order: int = 3
     confidence: float = 0.9999
 

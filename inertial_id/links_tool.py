@@ -117,8 +117,9 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
                    help="write base parameters, sigma %%, friction, gains, RMS, links")
     p.add_argument("--output-urdf", type=Path, metavar="OUT.urdf",
                    help="write the URDF with the identified links' <inertial> replaced")
-    p.add_argument("--window", type=int, default=31,
-                   help="Savitzky-Golay window, samples, odd (default 31)")
+    p.add_argument("--window", type=int, default=None,
+                   help="Savitzky-Golay window, samples, odd (default: the odd count nearest "
+                        "to 0.24 s at the recording's rate, 31 at 125 Hz, 241 at 1 kHz)")
     p.add_argument("--order", type=int, default=3, help="Savitzky-Golay order (default 3)")
     p.add_argument("--friction", choices=COULOMB_MODELS, default="symmetric",
                    help="Coulomb model: symmetric + offset (default; equals asymmetric "
@@ -229,6 +230,7 @@ def run_identify_links(args: argparse.Namespace) -> int:
         raise SampleError("none of the CSV's joints is a joint of the URDF")
     model = LinkModel(text, joints=moving, locked=lock)
     data = joint_data(model, position, effort, velocity, args.window, args.order)
+    args.window = data.window  # the held-out recordings are filtered alike; the guard rows
     n = data.t.size
     start, stop = args.train_rows or (0, n)
     if not 0 <= start < stop <= n:

@@ -63,8 +63,9 @@ mass, com, inertia_com, pi, std, com_std, inertia_com_std, ...)."""
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--joint-states-topic", metavar="TOPIC",
                    help="the JointState topic (default: the bag's only one)")
-    p.add_argument("--window", type=int, default=31,
-                   help="Savitzky-Golay window, samples, odd (default 31)")
+    p.add_argument("--window", type=int, default=None,
+                   help="Savitzky-Golay window, samples, odd (default: the odd count nearest "
+                        "to 0.24 s at the recording's rate, 31 at 125 Hz, 241 at 1 kHz)")
     p.add_argument("--order", type=int, default=3, help="Savitzky-Golay order (default 3)")
 
 
@@ -144,14 +145,15 @@ def load_link_model(args: argparse.Namespace) -> LinkTorqueModel:
 def read_rows(links: LinkTorqueModel, bag: Path, args: argparse.Namespace
               ) -> tuple[NDArray[np.float64], ...]:
     """The bag's joint states in the model's joint order, smoothed and differentiated:
-    ``(t, q, qd, qdd, effort)`` of the rows with full filter windows."""
+    ``(t, q, qd, qdd, effort)`` of the rows with full filter windows, ``t`` in s since the
+    bag's first joint state (the first rows, within half a window of it, are left out)."""
     position, effort = read_joint_bag(bag, args.joint_states_topic)
     missing = [n for n in links.model.joint_names if n not in position.names]
     if missing:
         raise SampleError(f"{bag}: no joint states for {', '.join(missing)}")
     data = joint_data(links.model, position, effort, None, args.window, args.order)
     v = data.valid
-    return data.t[v], data.q[v], data.qd[v], data.qdd[v], data.effort[v]
+    return data.t[v] - data.t[0], data.q[v], data.qd[v], data.qdd[v], data.effort[v]
 
 
 def _scores(effort: NDArray[np.float64], predicted: NDArray[np.float64]
@@ -175,7 +177,8 @@ def run_check_links(args: argparse.Namespace) -> int:
     rms, relative = _scores(effort, predicted)
     doc: dict[str, Any] = {"joints": links.model.joint_names, "rms": rms,
                            "relative_error_percent": relative,
-                           "contacts": contact_intervals(t, effort - predicted, args.confidence),
+                           "contacts": contact_intervals(t, effort - predicted, args.confidence,
+                                                         origin=0.0),
                            "samples": int(t.size)}
     if args.compare_urdf:
         urdf = LinkTorqueModel.from_urdf(links.model.urdf, links.model.joint_names,

@@ -402,8 +402,10 @@ with them and weaker pushes fall under the threshold."""
 
 def contact_intervals(times: ArrayLike, residuals: ArrayLike, confidence: float = 0.9999,
                       min_duration: float = 0.1, release_time: float = 0.1,
-                      trim_confidence: float | None = TRIM_CONFIDENCE) -> list[list[float]]:
-    """Offline contact intervals ``[start, end]`` (s since the first stamp) of a whole record
+                      trim_confidence: float | None = TRIM_CONFIDENCE,
+                      origin: float | None = None) -> list[list[float]]:
+    """Offline contact intervals ``[start, end]`` (s since ``origin``, in the stamps' time;
+    ``None``: the first stamp) of a whole record
     of residuals (N, p), e.g. joint torques minus a link model's prediction: a
     :class:`T2Monitor` trained robustly on the whole record (contact samples, a minority, are
     trimmed at the chi-square quantile ``trim_confidence``, so a record may start with a
@@ -427,4 +429,5 @@ def contact_intervals(times: ArrayLike, residuals: ArrayLike, confidence: float 
     found = [(c.start, c.end) for c in monitor.intervals]
     if monitor.contact_start is not None:
         found.append((monitor.contact_start, float(t[-1])))
-    return [[round(float(a - t[0]), 4), round(float(b - t[0]), 4)] for a, b in found]
+    zero = float(t[0]) if origin is None else origin
+    return [[round(float(a) - zero, 4), round(float(b) - zero, 4)] for a, b in found]

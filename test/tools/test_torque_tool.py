@@ -62,7 +62,7 @@ def test_check_links_finds_a_push(bags: dict[str, Path], model: Path, tmp_path: 
     contacts = json.loads(out.read_text())["contacts"]
     assert len(contacts) == 1, contacts
     start, end = contacts[0]
-    # Stamps count from the first row kept after the filter's half window (15 rows, 30 ms).
+    # s since the bag's first joint state, whatever the filter window leaves out at the start
     assert abs(start - 8.0) < 0.1 and abs(end - 9.5) < 0.15, contacts
 
 
@@ -128,3 +128,25 @@ def test_a_locked_joint_is_held_and_left_out(bags: dict[str, Path], tmp_path: Pa
                      str(bags["unloaded"].parent / "model.yaml"), "--locked",
                      "wrist_3_joint=0.0"]) == 3
     assert "for --urdf alone" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("rate", "samples"), [(100.0, 25), (125.0, 31), (1000.0, 241)])
+def test_the_default_filter_window_spans_the_same_time_at_every_rate(rate: float,
+                                                                    samples: int) -> None:
+    """The joint-torque commands' Savitzky-Golay window defaults to 0.24 s, in samples at the
+    recording's rate (31 samples at every rate left 1 kHz accelerations noise); the rows
+    within half a window of either end are not valid."""
+    from inertial_id.core.link_model import LinkModel
+    from inertial_id.joint_records import JointTable, joint_data, window_samples
+
+    t = np.arange(0.0, 4.0, 1.0 / rate)
+    assert window_samples(t) == samples
+    model = LinkModel(bundled_urdf_path())
+    names = list(model.joint_names)
+    position = JointTable(t, names, np.outer(np.sin(t), np.ones(len(names))))
+    effort = JointTable(t, names, np.zeros((t.size, len(names))))
+    data = joint_data(model, position, effort)
+    assert data.window == samples
+    assert not data.valid[: samples // 2].any() and data.valid[samples // 2]
+    np.testing.assert_allclose(data.qdd[data.valid], -np.sin(t[data.valid])[:, None]
+                               * np.ones(len(names)), atol=5e-3)  # the fit's bias: 1e-3
