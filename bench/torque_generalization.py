@@ -120,7 +120,7 @@ from inertial_id.core.link_model import LinkModel  # noqa: E402
 from inertial_id.core.parameters import BodyParameters  # noqa: E402
 from inertial_id.core.simulation import BUNDLED_HOME  # noqa: E402
 from inertial_id.core.torque_payload import LinkTorqueModel  # noqa: E402
-from inertial_id.joint_records import read_joint_csv  # noqa: E402
+from inertial_id.joint_records import read_joint_csv, window_samples  # noqa: E402
 from inertial_id.torque_tool import read_rows  # noqa: E402
 
 ARMS = {"bundled": ("arm6_ft.urdf", BUNDLED_HOME),
@@ -189,7 +189,7 @@ def relative(effort: np.ndarray, predicted: np.ndarray) -> list[float]:
 def truth_check(arm: MotorCurrentArm, bag: Path) -> tuple[list[float], list[float]]:
     """The truth model's relative error per joint on ``bag``, through check-links' rows."""
     links = LinkTorqueModel.from_urdf(arm.cad_urdf)
-    options = SimpleNamespace(joint_states_topic=None, window=31, order=3)
+    options = SimpleNamespace(joint_states_topic=None, window=None, order=3)
     t, q, qd, qdd, effort = read_rows(links, bag, options)
     predicted = arm.expected(arm.rigid(q, qd, qdd), qd, float(np.median(np.diff(t))))
     return relative(effort, predicted), np.sqrt(np.mean((effort - predicted) ** 2, 0)).tolist()
@@ -287,11 +287,6 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 # score: it scores exactly the held-out rows, with the states the whole record's filter gives
 # them.
 
-WINDOW = 31
-"""identify-links' and check-links' default Savitzky-Golay window (samples)."""
-WINDOW_SECONDS = 30 / 125.0
-"""The span of that window on the simulated arms (125 Hz): ``--window-seconds`` gives every
-arm's commands this span in its own samples (an odd ``--window``)."""
 TIAGO_TRAIN_FRACTION = 0.7  # bench/tiago_links.py's split: the first 70 % train
 
 
@@ -302,9 +297,10 @@ def check_options(window: int) -> SimpleNamespace:
 
 def window_for(t: np.ndarray, seconds: float | None) -> int:
     """The odd window (samples) spanning ``seconds`` at the record's median step; the
-    commands' default without ``seconds``."""
+    commands' default (:func:`~inertial_id.joint_records.window_samples`, 0.24 s) without
+    ``seconds``."""
     if seconds is None:
-        return WINDOW
+        return window_samples(t)
     return 2 * int(round(seconds / float(np.median(np.diff(t))) / 2)) + 1
 
 
@@ -334,13 +330,13 @@ def held_out_bag(path: Path, t: np.ndarray, names: list[str], position: np.ndarr
 
 
 def identify_and_check(folder: Path, bag: Path, urdf: Path, train: tuple[int, int],
-                       check: Path, extra: tuple[str, ...] = (), window: int = WINDOW
+                       check: Path, extra: tuple[str, ...] = (), window: int | None = None
                        ) -> tuple[dict, dict]:
     """``identify-links BAG --urdf URDF --train-rows A B [extra]`` then ``check-links MODEL
-    CHECK`` (both with ``--window`` unless it is the default): the model YAML and the check's
-    JSON."""
+    CHECK`` (both with ``--window`` when a window is given, else the commands' default): the
+    model YAML and the check's JSON."""
     model, out = folder / "model.yaml", folder / "check.json"
-    given = [] if window == WINDOW else ["--window", str(window)]
+    given = [] if window is None else ["--window", str(window)]
     run(["identify-links", str(bag), "--urdf", str(urdf), "--train-rows", str(train[0]),
          str(train[1]), *extra, *given, "--output", str(model)])
     run(["check-links", str(model), str(check), *given, "--output", str(out)])
@@ -396,7 +392,8 @@ def panda(root: Path, data: Path, seconds: float | None = None, folds: int = 5
         folder.mkdir()
         check = held_out_bag(folder / "held_out", t, names, q, tau, text, (a, b), window, qd)
         begin = time.perf_counter()
-        doc, result = identify_and_check(folder, bag, urdf, train, check, (), window)
+        doc, result = identify_and_check(folder, bag, urdf, train, check, (),
+                                         None if seconds is None else window)
         links = LinkTorqueModel.from_file(folder / "model.yaml")
         rows_t, rq, rqd, rqdd, effort = read_rows(links, check, check_options(window))
         assert effort.shape[0] == b - a == result["samples"]
@@ -437,7 +434,7 @@ def panda(root: Path, data: Path, seconds: float | None = None, folds: int = 5
     false = sum(len(f["contacts"]) for f in fold_docs)
     return {
         "robot": "panda", "window": window, "window_seconds": seconds,
-        "flags": [] if window == WINDOW else ["--window", str(window)],
+        "flags": [] if seconds is None else ["--window", str(window)],
         "joints": names, "folds_held_out": [f["fold"] for f in fold_docs],
         "samples": int(effort.shape[0]), "models": scores,
         "identified_relative_error_percent": scores["identified"]["relative_error_percent"],
@@ -481,7 +478,7 @@ def tiago(root: Path, data: Path, extra: tuple[str, ...] = (), seconds: float | 
                          effort.values, text, (stop, n - window // 2), window)
     begin = time.perf_counter()
     doc, result = identify_and_check(folder, bag, data / "tiago_48_hey5.urdf", (0, stop), check,
-                                     extra, window)
+                                     extra, None if seconds is None else window)
     model, joint = tiago_load(data, window)
     assert list(model.joint_names) == result["joints"]
     friction = FrictionModel.from_settings(doc["friction_model"])
@@ -494,7 +491,7 @@ def tiago(root: Path, data: Path, extra: tuple[str, ...] = (), seconds: float | 
     ident = result["relative_error_percent"]
     return {
         "robot": "tiago", "window": window, "window_seconds": seconds,
-        "flags": [*extra, *([] if window == WINDOW else ["--window", str(window)])],
+        "flags": [*extra, *([] if seconds is None else ["--window", str(window)])],
         "joints": result["joints"],
         "train_rows": [0, stop], "samples": result["samples"],
         "identified_rms": result["rms"], "identified_relative_error_percent": ident,
@@ -587,10 +584,8 @@ def main(argv: list[str] | None = None) -> int:
         # spanning the simulated arms' 0.24 s (the default's 31 samples are 0.031 s at the
         # Panda's 1 kHz); TIAGo also with --fit-gains: its efforts are driver units (the CAD
         # fit's scales 1e-4 to 0.14 in magnitude, five negative), not the N m the defaults take.
-        runs = {"panda": ("panda", (), None), "panda_window_seconds": ("panda", (), WINDOW_SECONDS),
-                "tiago": ("tiago", (), None),
-                "tiago_fit_gains": ("tiago", ("--fit-gains",), None),
-                "tiago_fit_gains_window_seconds": ("tiago", ("--fit-gains",), WINDOW_SECONDS)}
+        runs = {"panda": ("panda", (), None), "tiago": ("tiago", (), None),
+                "tiago_fit_gains": ("tiago", ("--fit-gains",), None)}
         for key, (robot, extra, seconds) in runs.items():
             if robot not in robots:
                 continue
