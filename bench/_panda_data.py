@@ -22,7 +22,7 @@ import numpy as np
 import scipy.signal
 from numpy.typing import NDArray
 
-from inertial_id.core.dh import DHRow, modified_dh_urdf
+from inertial_id.core.joint_torque.dh import DHRow, modified_dh_urdf
 from inertial_id.core.parameters import BodyParameters
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "panda"

@@ -1,8 +1,8 @@
 """Simulated joint-torque recordings spread over months, for `inertial-id trends`' friction
 drift test (bench/trends.py and test/tools/test_trends.py).
 
-One motor-current arm (:class:`inertial_id.core.current_arm.MotorCurrentArm`, the bundled
-URDF, seed 4) runs the same exciting program in every recording, one recording every
+One motor-current arm (:class:`inertial_id.core.joint_torque.current_arm.MotorCurrentArm`, the
+bundled URDF, seed 4) runs the same exciting program in every recording, one recording every
 ``spacing_days`` (± ``jitter_days``). On top of the arm's own friction ``f`` (Coulomb and
 viscous, N m) each recording has
 
@@ -18,9 +18,9 @@ viscous, N m) each recording has
   comparison.
 
 Each recording's links are identified on each window (phase) of ``PHASE`` s after its start by
-:func:`inertial_id.core.trends.friction_by_phase` (``identify_links``, the identify-links
-workflow; velocities and accelerations by ``joint_data``'s Savitzky-Golay filter, as
-identify-links does), giving batch-table rows (``inertial_id.batch.COLUMNS``): in memory
+:func:`inertial_id.core.joint_torque.trends.friction_by_phase` (``identify_links``, the
+identify-links workflow; velocities and accelerations by ``joint_data``'s Savitzky-Golay filter, as
+identify-links does), giving batch-table rows (``inertial_id.tools.batch.COLUMNS``): in memory
 (:func:`table_rows`, the row's mass the simulated tool's), or from the bags
 (:func:`write_bags`, stamped by the schedule) through ``inertial-id batch --mode joint-torque``
 with the link model of :func:`reference_model` (bench/trends.py), which runs the same
@@ -36,20 +36,20 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from inertial_id.core.current_arm import MotorCurrentArm, trajectory
-from inertial_id.core.friction import FrictionModel
-from inertial_id.core.link_model import LinkModel, structural_base_parameters
-from inertial_id.core.link_selection import LinkOptions
-from inertial_id.core.parameters import BodyParameters
-from inertial_id.core.simulation import bundled_urdf_path
-from inertial_id.core.trends import (
+from inertial_id.core.joint_torque.current_arm import MotorCurrentArm, trajectory
+from inertial_id.core.joint_torque.friction import FrictionModel
+from inertial_id.core.joint_torque.link_model import LinkModel, structural_base_parameters
+from inertial_id.core.joint_torque.link_selection import LinkOptions
+from inertial_id.core.joint_torque.trends import (
     MONTH,
     TrendOptions,
     drift_tests,
     friction_by_phase,
     friction_points,
 )
-from inertial_id.joint_records import JointTable, joint_data
+from inertial_id.core.parameters import BodyParameters
+from inertial_id.core.simulation import bundled_urdf_path
+from inertial_id.io.joint_records import JointTable, joint_data
 
 ARM_SEED = 4
 PHASE = 10.0
@@ -165,7 +165,7 @@ def bag_rows(robot: str, k: int, entry: dict[str, Any], found: list[dict[str, An
 
 def empty_row(robot: str, bag: str) -> dict[str, Any]:
     """A batch row with every column null but its identity."""
-    from inertial_id.batch import COLUMNS
+    from inertial_id.tools.batch import COLUMNS
 
     row: dict[str, Any] = dict.fromkeys(COLUMNS)
     row.update(robot=robot, bag=bag, contacts=0)
@@ -201,7 +201,7 @@ def write_bags(series: Series, robot: str, identifier: Identifier, folder: Path)
     """The recordings as bags, ``folder/ROBOT/recKK``: their joint states (positions, rad;
     velocities, rad/s; efforts, N m) stamped from the schedule's ``stamp`` (s), so a batch
     table dates each recording as the schedule does."""
-    from inertial_id.bags import JOINT_STATE, joint_state_message, write_bag
+    from inertial_id.io.bags import JOINT_STATE, joint_state_message, write_bag
 
     names = identifier.arm.joint_names
     paths = []
@@ -221,8 +221,8 @@ def reference_model(identifier: Identifier, folder: Path, method: str = "sdp") -
     holding nothing (no warm-up, no wear), with the friction settings of
     :class:`Identifier` (tanh Coulomb, v0 0.02 rad/s, no direction memory) and a fixed prior
     weight; sdp gives the links the payload identification of the batch needs."""
-    from inertial_id.cli import main
-    from inertial_id.core.current_arm import write_current_bag
+    from inertial_id.tools.cli import main
+    from inertial_id.tools.synthetic import write_current_bag
 
     empty = {"phases": 3, "mass": 1e-6, "months": 0.0, "seed": 999}
     rec = record(identifier.arm, Series(warmup=0.0, load=0.0), empty)

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: 
 
 from inertial_id.core.parameters import BodyParameters  # noqa: E402
 from inertial_id.core.simulation import Contact, default_payload  # noqa: E402
-from inertial_id.synthetic import SimulateOptions, simulate_bag  # noqa: E402
+from inertial_id.tools.synthetic import SimulateOptions, simulate_bag  # noqa: E402
 
 COMMAND = str(Path(sys.executable).parent / "inertial-id")
 

@@ -5,7 +5,7 @@ Each run moves the bundled 6-DoF arm along a random exciting trajectory with the
 (1.5 kg) behind the wrist F/T sensor (noise 0.08 N / 0.004 N m, 1 kHz) and pushes on the
 payload: forces of 1-10 N in a random direction at a random point within 10 cm of the sensor
 origin, lasting 0.2-2 s, the first after 8 s (the monitor is trained by then), at least 2 s
-apart. The samples go through the core :class:`~inertial_id.core.online.OnlineEstimator`
+apart. The samples go through the core :class:`~inertial_id.core.estimation.online.OnlineEstimator`
 exactly as the solver node runs it: batches of 20 samples (50 Hz batches at 1 kHz),
 a solve every 0.5 s of data.
 
@@ -51,11 +51,11 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm import tqdm
 
-from inertial_id.core.anomaly import T2Monitor
+from inertial_id.core.estimation.anomaly import T2Monitor
+from inertial_id.core.estimation.online import OnlineConfig, OnlineEstimator
+from inertial_id.core.estimation.payload import PayloadConfig
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.parameters import BodyParameters
-from inertial_id.core.payload import PayloadConfig
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
     BUNDLED_SENSOR_FRAME,

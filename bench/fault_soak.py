@@ -67,8 +67,8 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
-from inertial_id.cdr import CdrEncoder
 from inertial_id.core.simulation import bundled_urdf_path
+from inertial_id.io.cdr import CdrEncoder
 from inertial_id.msg import ContactAnomaly, InertialParameters, JointSamples, SensorSamples
 from inertial_id.nodes.common import all_finite, latched_qos, pipeline_qos, sensor_qos
 

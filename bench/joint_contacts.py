@@ -16,15 +16,15 @@ would. Then:
   **with** a push (no clean training period). A push is found when a reported interval
   overlaps it.
 
-Detection: :func:`inertial_id.core.anomaly.contact_intervals` on the residual ``measured -
-model`` (Savitzky-Golay positions as in ``check-links``): Hotelling T^2 with the contact-free
+Detection: :func:`inertial_id.core.estimation.anomaly.contact_intervals` on the residual ``measured
+- model`` (Savitzky-Golay positions as in ``check-links``): Hotelling T^2 with the contact-free
 covariance learned robustly from the whole record, confidence 0.9999, 0.1 s above the
 threshold to start a contact, 0.1 s below to end it. The simulated residual is white noise
 around an exact model structure, which flatters any detector: the real-data counterpart is the
 false-alarm count of ``bench/panda_links.py`` on the Panda's held-out residuals.
 
 The **live** monitor (the solver's ``payload_from_torques`` mode,
-:class:`~inertial_id.core.torque_payload.TorquePayloadOnline`) runs on the same kind of
+:class:`~inertial_id.core.joint_torque.torque_payload.TorquePayloadOnline`) runs on the same kind of
 streams with a 1 kg payload held (it starts once the payload's mass has converged): one
 contact-free stream of ``--minutes``, and 1-minute streams with pushes after 20 s.
 
@@ -41,12 +41,18 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from inertial_id.core.anomaly import contact_intervals
-from inertial_id.core.friction import FrictionModel
+from inertial_id.core.estimation.anomaly import contact_intervals
+from inertial_id.core.estimation.online import OnlineConfig
+from inertial_id.core.joint_torque.friction import FrictionModel
+from inertial_id.core.joint_torque.link_model import LinkModel
+from inertial_id.core.joint_torque.links import LinkIdentification, identify
+from inertial_id.core.joint_torque.torque_payload import (
+    LinkTorqueModel,
+    TorquePayloadIdentifier,
+    TorquePayloadOnline,
+    TorquePayloadStream,
+)
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.link_model import LinkModel
-from inertial_id.core.links import LinkIdentification, identify
-from inertial_id.core.online import OnlineConfig
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.signals import savitzky_golay
 from inertial_id.core.simulation import (
@@ -56,12 +62,6 @@ from inertial_id.core.simulation import (
     FourierTrajectory,
     PayloadSimulation,
     bundled_urdf_path,
-)
-from inertial_id.core.torque_payload import (
-    LinkTorqueModel,
-    TorquePayloadIdentifier,
-    TorquePayloadOnline,
-    TorquePayloadStream,
 )
 
 RATE = 200.0  # Hz of joint states

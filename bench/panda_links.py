@@ -13,7 +13,8 @@ Protocol:
   low-passed at 10 Hz with a zero-phase 4th-order Butterworth (no lag), accelerations are
   central differences of the filtered velocity; 0.2 s at each end (the filter's edge) are left
   out;
-- the model is a URDF generated from the modified-DH table (:mod:`inertial_id.core.dh`; its
+- the model is a URDF generated from the modified-DH table (:mod:`inertial_id.core.joint_torque.dh`;
+its
   frames are tested against the DH product). Its inertials are the **prior** of the fit and
   deliberately generic, taken from neither published model: every link 2 kg, CoM at the
   joint, 0.01 kg m^2 about each axis;
@@ -21,11 +22,13 @@ Protocol:
   is 13.3 s, so no block is a repeat of a training one): fit on four, predict the fifth.
   Training rows within 0.25 s of the held-out block are left out too (the zero-phase filter's
   impulse response reaches about 0.1 s into the neighbouring rows of the fitted torque);
-- the identified model: the package's :func:`inertial_id.core.links.identify` (SDP, Wensing et
+- the identified model: the package's :func:`inertial_id.core.joint_torque.links.identify` (SDP,
+Wensing et
   al. 2017, a pseudo-inertia LMI per link, the prior above) on the 44 base parameters, with
   per-joint viscous and smoothed Coulomb friction (``tanh(qd / 0.03)``) and a torque offset,
   fitted to the filtered torque. Two choices are made **inside** each training set by the
-  package's own cross-validation (:mod:`inertial_id.core.link_selection`, the defaults of
+  package's own cross-validation (:mod:`inertial_id.core.joint_torque.link_selection`, the defaults
+  of
   ``identify-links``: four blocks, the 0.25 s guard, score the geometric mean over joints of
   the pooled RMS), never on the held-out block: whether the Coulomb term keeps the direction
   of the last motion through rest (direction memory, ``x0`` 1e-3 or 1e-2 rad, or none; WLS
@@ -41,8 +44,8 @@ Protocol:
   the five held-out blocks (the same rows for the three models). The raw torque's own noise
   (raw minus 10 Hz filtered, ``noise_floor_rms``) bounds every model from below;
 - contacts: the recording has none, so every interval the joint-torque contact detector
-  (:func:`inertial_id.core.anomaly.contact_intervals`, as in ``check-links``) reports on a
-  held-out block's raw residual is a false alarm (``false_contacts_held_out``).
+  (:func:`inertial_id.core.estimation.anomaly.contact_intervals`, as in ``check-links``) reports on
+  a held-out block's raw residual is a false alarm (``false_contacts_held_out``).
 
 Target (issue 16): the identified model better than the best published model on every joint,
 by at least 5 % on joints 1-4 and 3 % on joints 5-7, every link physically consistent.
@@ -76,18 +79,18 @@ from _panda_data import (  # noqa: E402
     reverse_engineered_torques,
 )
 
-from inertial_id.core.anomaly import contact_intervals  # noqa: E402
-from inertial_id.core.friction import FrictionModel  # noqa: E402
-from inertial_id.core.link_model import LinkModel  # noqa: E402
-from inertial_id.core.link_selection import (  # noqa: E402
+from inertial_id.core.estimation.anomaly import contact_intervals  # noqa: E402
+from inertial_id.core.joint_torque.friction import FrictionModel  # noqa: E402
+from inertial_id.core.joint_torque.link_model import LinkModel  # noqa: E402
+from inertial_id.core.joint_torque.link_selection import (  # noqa: E402
     choose_friction,
     choose_prior_weight,
     coulomb_candidates,
     memory_candidates,
     refine_friction,
 )
-from inertial_id.core.link_validation import training_rows  # noqa: E402
-from inertial_id.core.links import LinkEstimate, LinkIdentification, identify  # noqa: E402
+from inertial_id.core.joint_torque.link_validation import training_rows  # noqa: E402
+from inertial_id.core.joint_torque.links import LinkEstimate, LinkIdentification, identify  # noqa: E402
 from inertial_id.core.parameters import BodyParameters  # noqa: E402
 
 TARGET_GAIN = (5.0, 5.0, 5.0, 5.0, 3.0, 3.0, 3.0)  # percent, joints 1-7

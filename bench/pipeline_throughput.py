@@ -534,10 +534,10 @@ def _latency(probe: Probe, final: dict[str, str], stage: dict[str, list[float]],
 
 def core_cost(seconds: float = 20.0, batch: int = 20, repeats: int = 3) -> dict[str, float]:
     """Microseconds per sample of each core stage on simulated 1 kHz / 500 Hz data."""
-    from inertial_id.core.gathering import Gathering
+    from inertial_id.core.estimation.online import OnlineEstimator
+    from inertial_id.core.estimation.payload import PayloadIdentifier
+    from inertial_id.core.gathering.gatherer import Gathering
     from inertial_id.core.kinematics import SensorKinematics
-    from inertial_id.core.online import OnlineEstimator
-    from inertial_id.core.payload import PayloadIdentifier
     from inertial_id.core.simulation import (
         BUNDLED_HOME,
         BUNDLED_SENSOR_FRAME,

@@ -7,8 +7,8 @@ carrying an elongated payload (4.5 kg bar, 0.45 m, CoM 0.24 m out) or a compact 
 box), with an F/T bias and the demo's F/T noise (0.08 N / 0.004 N m), two pushes on the
 payload, joint states at one rate and wrenches at another (the wrench stamped ``offset``
 after the joints), and runs the messages through the pipeline ``inertial-id replay`` builds
-(:func:`inertial_id.replay.build_pipeline`, :func:`~inertial_id.replay.feed`; only the bag
-file is skipped). Per cell: mass error (%), CoM error (mm), inertia-about-the-CoM error (%,
+(:func:`inertial_id.tools.replay.build_pipeline`, :func:`~inertial_id.tools.replay.feed`; only the
+bag file is skipped). Per cell: mass error (%), CoM error (mm), inertia-about-the-CoM error (%,
 Frobenius), the largest ``|z|`` of mass, CoM and inertia about the CoM, the condition number,
 pushes found, and the contact false-positive time (flagged time farther than 0.1 s before or
 0.3 s after a push, over the run's length). A cell is held to the target when the motion
@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from inertial_id.core.gathering import JointStateSample, WrenchSample
+from inertial_id.core.gathering.gatherer import JointStateSample, WrenchSample
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.metrics import parameter_errors
 from inertial_id.core.parameters import BodyParameters
@@ -48,8 +48,8 @@ from inertial_id.core.simulation import (
     FourierTrajectory,
     PayloadSimulation,
 )
-from inertial_id.replay import PROCESS_PERIOD, build_pipeline, feed
-from inertial_id.report import GOOD_CONDITION
+from inertial_id.tools.replay import PROCESS_PERIOD, build_pipeline, feed
+from inertial_id.tools.report import GOOD_CONDITION
 
 START = 1_700_000_000.0
 DURATION = 40.0

@@ -3,10 +3,10 @@
 A synthetic bag (default 60 s, 1 kHz wrenches, 500 Hz joint states; written to a temporary
 directory unless ``--bag`` is given) is replayed twice:
 
-- end to end with :func:`inertial_id.replay.replay` (progress bar off): its wall time gives
+- end to end with :func:`inertial_id.tools.replay.replay` (progress bar off): its wall time gives
   the real-time factor, bag duration / wall time, and its CPU time the factor on an idle core
   (target: >= 100x per core);
-- by replay's loop (:func:`inertial_id.replay.feed`) with the pipeline's stages wrapped in
+- by replay's loop (:func:`inertial_id.tools.replay.feed`) with the pipeline's stages wrapped in
   timers (the same :class:`BagReader`, the same pipeline from :func:`build_pipeline`, the
   same batching every ``PROCESS_PERIOD`` seconds of bag time): bag reading + decoding
   (``BagReader.blocks``, timed per block of up to 2048 messages decoded at once), gatherer
@@ -46,9 +46,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rosbags.highlevel import AnyReader  # noqa: E402
 
-from inertial_id.bags import BLOCK_MESSAGES, JOINT_STATE, TYPESTORE, BagReader  # noqa: E402
-from inertial_id.cdr import CdrDecoder  # noqa: E402
-from inertial_id.replay import (  # noqa: E402
+from inertial_id.io.bags import BLOCK_MESSAGES, JOINT_STATE, TYPESTORE, BagReader  # noqa: E402
+from inertial_id.io.cdr import CdrDecoder  # noqa: E402
+from inertial_id.tools.replay import (  # noqa: E402
     PROCESS_PERIOD,
     ReplayOptions,
     apply_overrides,
@@ -58,7 +58,7 @@ from inertial_id.replay import (  # noqa: E402
     replay,
     resolve_urdf,
 )
-from inertial_id.synthetic import SimulateOptions, simulate_bag  # noqa: E402
+from inertial_id.tools.synthetic import SimulateOptions, simulate_bag  # noqa: E402
 
 TARGET = 100.0
 """Real-time factor per core (bag duration / CPU time) the replay should reach."""

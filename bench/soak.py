@@ -5,7 +5,7 @@ Two ways to feed it (``--mode``):
 
 - ``replay`` (default): a synthetic bag of ``samples / 1000`` s (1 kHz wrenches, 500 Hz joint
   states, the bundled arm and payload) is written first, in a child process and in chunks so
-  its memory does not count, then ``inertial-id replay``'s :func:`inertial_id.replay.replay`
+  its memory does not count, then ``inertial-id replay``'s :func:`inertial_id.tools.replay.replay`
   runs over it exactly as the command does. Writing 10^6 samples takes a few minutes. A thread
   samples this process's RSS every 0.2 s; "10 %" is 10 % of the replay's wall time (replay
   runs at a steady rate).
@@ -110,8 +110,8 @@ def events(joint_t: np.ndarray, wrench_t: np.ndarray) -> Iterator[tuple[bool, in
 
 def run_core(samples: int) -> dict[str, Any]:
     from inertial_id.core.errors import SampleError
-    from inertial_id.core.gathering import Gathering
-    from inertial_id.core.online import OnlineEstimator
+    from inertial_id.core.estimation.online import OnlineEstimator
+    from inertial_id.core.gathering.gatherer import Gathering
     from inertial_id.core.pipeline import PayloadPipeline
     from inertial_id.core.simulation import bundled_urdf_path
 
@@ -164,7 +164,8 @@ def _rss_summary(timeline: list[tuple[float, float]]) -> dict[str, Any]:
 
 def write_bag(path: Path, samples: int) -> None:
     """The synthetic bag, written chunk by chunk (joint states, wrenches, the URDF)."""
-    from inertial_id.bags import (
+    from inertial_id.core.simulation import BUNDLED_SENSOR_FRAME, bundled_urdf_path
+    from inertial_id.io.bags import (
         JOINT_STATE,
         STRING,
         WRENCH,
@@ -172,8 +173,7 @@ def write_bag(path: Path, samples: int) -> None:
         string_message,
         wrench_message,
     )
-    from inertial_id.bags import write_bag as write
-    from inertial_id.core.simulation import BUNDLED_SENSOR_FRAME, bundled_urdf_path
+    from inertial_id.io.bags import write_bag as write
 
     names = _simulation().kinematics.joint_names
 
@@ -218,7 +218,7 @@ class RssSampler(threading.Thread):
 
 
 def run_replay(samples: int, workdir: Path) -> dict[str, Any]:
-    from inertial_id.replay import ReplayOptions, replay
+    from inertial_id.tools.replay import ReplayOptions, replay
 
     bag = workdir / "soak_bag"
     start = time.perf_counter()

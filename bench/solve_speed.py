@@ -10,7 +10,7 @@ For a window of N samples (default 10,000: 60,000 rows) of the simulated arm, it
 - ``direct``: the textbook formulation, ``min ||W^1/2 (A x - b)||^2 s.t. J(pi) >= eps I``
   with the stacked raw matrix ``A`` as a cvxpy constant (compiled and solved each time);
 - ``manifold``: the manifold estimator (Traversaro 2016) warm re-solve after 100 more samples,
-  if ``inertial_id.core.manifold`` is available;
+  if ``inertial_id.core.estimation.manifold`` is available;
 
 checks that ours and direct reach the same optimum (relative difference of ``x`` and of the
 cost) and prints the speed-up measured in this run. ``--json FILE`` writes the numbers.
@@ -29,8 +29,8 @@ Every path is timed from the sufficient statistics to the solution (the estimate
 packaging, the same for all, aside): ``default`` is what ``solve`` runs without the
 dedicated solver (cvxpy's parameter update, the interior shortcut's linear solve, and
 cvxpy + Clarabel where the LMI is active); ``dedicated`` is
-:func:`inertial_id.core.sdp.solve_statistics` warm-started from the solve one gatherer batch
-(5 samples) earlier, as the solver node runs it at the batch rate; ``dedicated_cold``
+:func:`inertial_id.core.estimation.sdp.solve_statistics` warm-started from the solve one gatherer
+batch (5 samples) earlier, as the solver node runs it at the batch rate; ``dedicated_cold``
 without a warm start; ``dedicated_window`` warm-started from the previous window (2 s of
 data earlier). A tight Clarabel solve (1e-12) is the reference for the objective. JSON keys:
 per family and path median and p90 (us); ``speedup_active`` (default / dedicated, median
@@ -59,17 +59,17 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from inertial_id.core import sdp  # noqa: E402
-from inertial_id.core.estimators import (  # noqa: E402
+from inertial_id.core.estimation.estimators import (  # noqa: E402
     ConsistentEstimator,
     prior_scale,
     pseudo_inertia_expression,
 )
+from inertial_id.core.estimation.payload import PayloadConfig, PayloadIdentifier  # noqa: E402
 from inertial_id.core.kinematics import SensorKinematics  # noqa: E402
 from inertial_id.core.parameters import (  # noqa: E402
     BodyParameters,
     min_pseudo_inertia_eigenvalue,
 )
-from inertial_id.core.payload import PayloadConfig, PayloadIdentifier  # noqa: E402
 from inertial_id.core.regressor import measurement_matrix, predicted_wrench  # noqa: E402
 from inertial_id.core.simulation import (  # noqa: E402
     BUNDLED_HOME,
@@ -180,7 +180,7 @@ def _manifold_timing(identifier: PayloadIdentifier, twist: np.ndarray, proper: n
                      wrench: np.ndarray, repeats: int) -> dict[str, float]:
     """Cold and warm (100 more samples) manifold solves, if the estimator is available."""
     try:
-        from inertial_id.core.manifold import ManifoldEstimator
+        from inertial_id.core.estimation.manifold import ManifoldEstimator
     except ImportError:
         return {}
     estimator = ManifoldEstimator()

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from inertial_id.bags import (
+from inertial_id.core.errors import InertialIdError
+from inertial_id.io.bags import (
     JOINT_STATE,
     STRING,
     WRENCH,
@@ -40,7 +41,6 @@ from inertial_id.bags import (
     wrench_message,
     write_bag,
 )
-from inertial_id.core.errors import InertialIdError
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tiago"
 """``shared/data/tiago`` next to the repository (override with ``--data``)."""

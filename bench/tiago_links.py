@@ -81,12 +81,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.friction import COULOMB_MODELS, FrictionModel
-from inertial_id.core.link_model import LinkModel, structural_base_parameters
-from inertial_id.core.link_urdf import identified_urdf
-from inertial_id.core.links import LinkEstimate, LinkIdentification, identify
+from inertial_id.core.joint_torque.friction import COULOMB_MODELS, FrictionModel
+from inertial_id.core.joint_torque.link_model import LinkModel, structural_base_parameters
+from inertial_id.core.joint_torque.link_urdf import identified_urdf
+from inertial_id.core.joint_torque.links import LinkEstimate, LinkIdentification, identify
 from inertial_id.core.parameters import is_physically_consistent
-from inertial_id.joint_records import JointData, joint_data, read_joint_csv
+from inertial_id.io.joint_records import JointData, joint_data, read_joint_csv
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tiago"
 """``shared/data/tiago`` next to the repository (override with ``--data``)."""

@@ -2,7 +2,7 @@
 """Real-robot check of the whole payload pipeline on the TIAGo ``calibration_weight`` run.
 
 Builds the bag with ``bench/tiago_bag.py`` (unless ``--bag`` is given), replays it with the
-nodes' parameter file ``bench/tiago_params.yaml`` through :func:`inertial_id.replay.replay`
+nodes' parameter file ``bench/tiago_params.yaml`` through :func:`inertial_id.tools.replay.replay`
 (the same core objects as the nodes), and reports the payload below ``wrist_ft_link``
 (mass, CoM, inertia about the CoM, sigma %), the F/T bias, physical consistency, the residual
 wrench of the final estimate on every synchronised sample, and the T^2 contacts (none
@@ -43,28 +43,28 @@ from numpy.typing import NDArray
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `bench` as a package
 
 from bench.tiago_bag import DEFAULT_DATA_DIR, WRENCH_TOPIC, convert  # noqa: E402
-from inertial_id.bags import BagReader, JointStateSample  # noqa: E402
 from inertial_id.core.errors import InertialIdError  # noqa: E402
-from inertial_id.core.estimators import (  # noqa: E402
+from inertial_id.core.estimation.estimators import (  # noqa: E402
     ConsistentEstimator,
     Estimate,
     least_squares,
 )
-from inertial_id.core.gathering import OtherFrameError  # noqa: E402
+from inertial_id.core.estimation.payload import PayloadConfig, PayloadIdentifier  # noqa: E402
+from inertial_id.core.gathering.gatherer import OtherFrameError  # noqa: E402
 from inertial_id.core.kinematics import SensorKinematics, load_urdf_model  # noqa: E402
 from inertial_id.core.parameters import skew, vector_from_symmetric  # noqa: E402
-from inertial_id.core.payload import PayloadConfig, PayloadIdentifier  # noqa: E402
 from inertial_id.core.regressor import measurement_matrix, predicted_wrench  # noqa: E402
 from inertial_id.core.signals import savitzky_golay  # noqa: E402
 from inertial_id.core.statistics import SufficientStatistics  # noqa: E402
-from inertial_id.replay import (  # noqa: E402
+from inertial_id.io.bags import BagReader, JointStateSample  # noqa: E402
+from inertial_id.params.settings import kinematics_settings, online_config  # noqa: E402
+from inertial_id.tools.replay import (  # noqa: E402
     ReplayOptions,
     ReplayResult,
     build_pipeline,
     load_params,
     replay,
 )
-from inertial_id.settings import kinematics_settings, online_config  # noqa: E402
 
 DEFAULT_PARAMS = Path(__file__).resolve().parent / "tiago_params.yaml"
 AUTHORS_MASS = 1.28
@@ -707,7 +707,7 @@ def main(argv: list[str] | None = None) -> int:
                         "in a temporary directory)")
     parser.add_argument("--json", type=Path, help="write the numbers to this JSON file")
     parser.add_argument("--report", type=Path, help="directory for the plots (and "
-                        "inertial_id.report's report when available)")
+                        "inertial_id.tools.report's report when available)")
     parser.add_argument("--params", type=Path, default=DEFAULT_PARAMS)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR,
                         help="the TIAGo data folder (when building the bag)")
@@ -737,9 +737,9 @@ def main(argv: list[str] | None = None) -> int:
                 written = [write_plot(args.report / "wrench_fit.png", samples, predicted,
                                       [tuple(c) for c in doc["contacts"]])]
                 try:
-                    from inertial_id.report import write_report
+                    from inertial_id.tools.report import write_report
                 except ImportError:
-                    print("inertial_id.report is not available: only wrench_fit.png written")
+                    print("inertial_id.tools.report is not available: only wrench_fit.png written")
                 else:
                     written += write_report(result, args.report, bag=bag)
                 doc["report_files"] = [p.name for p in written]

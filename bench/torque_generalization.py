@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Joint-torque identification on simulated motor-current arms, with the commands' defaults.
 
-Each arm (:class:`inertial_id.core.current_arm.MotorCurrentArm`, one per seed) is the CAD URDF
+Each arm (:class:`inertial_id.core.joint_torque.current_arm.MotorCurrentArm`, one per seed) is the
+CAD URDF
 with its link inertials perturbed (mass +-10 %, CoM +-1 cm, inertia +-20 %), efforts from motor
 currents at 125 Hz (drive gains off by up to 4 % per joint, current noise 0.02 A, 1 mA steps,
 a current offset), Coulomb friction held at rest at 95 % in the last direction of motion
@@ -15,7 +16,7 @@ writes them):
 - ``push1``, ``push2`` (30 s each): other trajectories of the unloaded arm with people pushing
   the flange (20-60 N in random directions, 0.5-2 s each, about 30 % of the recording).
 
-Per arm the package's commands run with their defaults (in-process, ``inertial_id.cli.main``):
+Per arm the package's commands run with their defaults (in-process, ``inertial_id.tools.cli.main``):
 ``identify-links ident --urdf CAD --held-out unloaded`` (the choices scored on the pair's
 unloaded run, another trajectory of the same arm, instead of time blocks of ``ident``);
 ``check-links MODEL valid --compare-urdf``;
@@ -100,28 +101,28 @@ from bench.tiago_links import DEFAULT_DATA_DIR as TIAGO_DATA  # noqa: E402
 from bench.tiago_links import fit_cad  # noqa: E402
 from bench.tiago_links import load as tiago_load  # noqa: E402
 from bench.tiago_links import split as tiago_split  # noqa: E402
-from inertial_id.bags import (  # noqa: E402
+from inertial_id.core.joint_torque.current_arm import (  # noqa: E402
+    MotorCurrentArm,
+    nothing_held,
+    random_pushes,
+    trajectory,
+)
+from inertial_id.core.joint_torque.friction import FrictionModel  # noqa: E402
+from inertial_id.core.joint_torque.link_model import LinkModel  # noqa: E402
+from inertial_id.core.joint_torque.torque_payload import LinkTorqueModel  # noqa: E402
+from inertial_id.core.parameters import BodyParameters  # noqa: E402
+from inertial_id.core.simulation import BUNDLED_HOME  # noqa: E402
+from inertial_id.io.bags import (  # noqa: E402
     JOINT_STATE,
     STRING,
     joint_state_message,
     string_message,
     write_bag,
 )
-from inertial_id.cli import main as inertial_id  # noqa: E402
-from inertial_id.core.current_arm import (  # noqa: E402
-    MotorCurrentArm,
-    nothing_held,
-    random_pushes,
-    trajectory,
-    write_current_bag,
-)
-from inertial_id.core.friction import FrictionModel  # noqa: E402
-from inertial_id.core.link_model import LinkModel  # noqa: E402
-from inertial_id.core.parameters import BodyParameters  # noqa: E402
-from inertial_id.core.simulation import BUNDLED_HOME  # noqa: E402
-from inertial_id.core.torque_payload import LinkTorqueModel  # noqa: E402
-from inertial_id.joint_records import read_joint_csv, window_samples  # noqa: E402
-from inertial_id.torque_tool import read_rows  # noqa: E402
+from inertial_id.io.joint_records import read_joint_csv, window_samples  # noqa: E402
+from inertial_id.tools.cli import main as inertial_id  # noqa: E402
+from inertial_id.tools.synthetic import write_current_bag
+from inertial_id.tools.torque_tool import read_rows  # noqa: E402
 
 ARMS = {"bundled": ("arm6_ft.urdf", BUNDLED_HOME),
         "spherical": ("arm6_spherical_ft.urdf", (0.0, 0.3, 0.3, 0.5, 0.9, 0.3))}
@@ -297,7 +298,7 @@ def check_options(window: int) -> SimpleNamespace:
 
 def window_for(t: np.ndarray, seconds: float | None) -> int:
     """The odd window (samples) spanning ``seconds`` at the record's median step; the
-    commands' default (:func:`~inertial_id.joint_records.window_samples`, 0.24 s) without
+    commands' default (:func:`~inertial_id.io.joint_records.window_samples`, 0.24 s) without
     ``seconds``."""
     if seconds is None:
         return window_samples(t)

@@ -30,10 +30,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `bench` as a package
 
 from bench import _trends_data as td  # noqa: E402
-from inertial_id.batch import read_table, write_table  # noqa: E402
-from inertial_id.cli import main as cli  # noqa: E402
-from inertial_id.core.trends import TrendOptions, drift_tests, friction_points  # noqa: E402
-from inertial_id.joint_records import read_joint_bag  # noqa: E402
+from inertial_id.core.joint_torque.trends import TrendOptions, drift_tests, friction_points  # noqa: E402
+from inertial_id.io.joint_records import read_joint_bag  # noqa: E402
+from inertial_id.tools.batch import read_table, write_table  # noqa: E402
+from inertial_id.tools.cli import main as cli  # noqa: E402
 
 
 def bag_rows(series: td.Series, robot: str, identifier: td.Identifier, folder: Path,

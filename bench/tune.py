@@ -23,8 +23,8 @@ import yaml
 
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.simulation import Contact, default_payload
-from inertial_id.synthetic import SimulateOptions, simulate_bag
-from inertial_id.tune import TuneOptions, report_lines, run_tune
+from inertial_id.tools.synthetic import SimulateOptions, simulate_bag
+from inertial_id.tools.tune import TuneOptions, report_lines, run_tune
 
 
 def make_bags(root: Path, count: int, duration: float, seed: int,

@@ -6,8 +6,8 @@ orientation), an F/T bias (forces within 3 N, torques within 0.1 N m), a traject
 exciting down to slow and poorly exciting), a noise level (0.5-2x the demo's 0.08 N /
 0.004 N m) and sample rates, simulates it with :class:`inertial_id.core.simulation.
 PayloadSimulation` and runs the messages through the pipeline ``inertial-id replay`` builds
-(:func:`inertial_id.replay.build_pipeline` and :func:`~inertial_id.replay.feed`: the nodes'
-core objects, solving every 0.5 s of stamps, contacts gated) — only the bag file is skipped.
+(:func:`inertial_id.tools.replay.build_pipeline` and :func:`~inertial_id.tools.replay.feed`: the
+nodes' core objects, solving every 0.5 s of stamps, contacts gated) — only the bag file is skipped.
 Robots: the bundled arm (default parameters, 1 kHz / 500 Hz or 500 / 250 Hz) and the TIAGo
 of ``bench/tiago_params.yaml`` (100 Hz, 40-90 s runs) when its URDF is in the shared data
 folder (otherwise skipped with a message).
@@ -16,7 +16,8 @@ For every estimated quantity ``z = (estimate - truth) / std``; per group (mass, 
 ``m c``, inertia about the sensor origin, offset, and the derived CoM and inertia about the
 CoM) it prints the share of ``|z| <= 1`` and ``<= 2`` and the median ``|z|`` (an honest
 Gaussian std: 68 %, 95 %, 0.67), for the reported covariance and, on the same estimates, the
-classical one (white noise: :func:`inertial_id.core.estimators.make_estimate`). The reported
+classical one (white noise: :func:`inertial_id.core.estimation.estimators.make_estimate`). The
+reported
 table carries 95 % bootstrap intervals (runs resampled): with one mass per run, 56 runs leave
 its median ``|z|`` uncertain by about 0.1 either way, hence 200 runs by default (about
 3 min). ``--tiago-jackknife`` adds the real TIAGo run: its delete-one-block jackknife std
@@ -46,8 +47,8 @@ from numpy.typing import NDArray
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `bench` as a package
 
 from bench.tiago_bag import DEFAULT_DATA_DIR, URDF_NAME, WRENCH_TOPIC, convert  # noqa: E402
-from inertial_id.core.estimators import N_PI, Estimate, make_estimate  # noqa: E402
-from inertial_id.core.gathering import JointStateSample, WrenchSample  # noqa: E402
+from inertial_id.core.estimation.estimators import N_PI, Estimate, make_estimate  # noqa: E402
+from inertial_id.core.gathering.gatherer import JointStateSample, WrenchSample  # noqa: E402
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric  # noqa: E402
 from inertial_id.core.simulation import (  # noqa: E402
     BUNDLED_HOME,
@@ -56,7 +57,8 @@ from inertial_id.core.simulation import (  # noqa: E402
     bundled_urdf_path,
 )
 from inertial_id.core.statistics import SufficientStatistics  # noqa: E402
-from inertial_id.replay import (  # noqa: E402
+from inertial_id.params.settings import kinematics_settings, online_config  # noqa: E402
+from inertial_id.tools.replay import (  # noqa: E402
     PROCESS_PERIOD,
     ReplayOptions,
     build_pipeline,
@@ -64,7 +66,6 @@ from inertial_id.replay import (  # noqa: E402
     load_params,
     replay,
 )
-from inertial_id.settings import kinematics_settings, online_config  # noqa: E402
 
 TIAGO_PARAMS = Path(__file__).resolve().parent / "tiago_params.yaml"
 START = 1_700_000_000.0

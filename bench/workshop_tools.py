@@ -66,8 +66,8 @@ from bench._workshop_data import (  # noqa: E402
     zero_noise_residual,
 )
 from inertial_id.core.errors import InertialIdError  # noqa: E402
-from inertial_id.core.estimators import ConsistentEstimator, Constraints  # noqa: E402
-from inertial_id.core.payload import PayloadConfig, PayloadIdentifier  # noqa: E402
+from inertial_id.core.estimation.estimators import ConsistentEstimator, Constraints  # noqa: E402
+from inertial_id.core.estimation.payload import PayloadConfig, PayloadIdentifier  # noqa: E402
 from inertial_id.core.regressor import regressor  # noqa: E402
 from inertial_id.core.shape import Ellipsoid, uniform_density_prior  # noqa: E402
 from inertial_id.core.signals import savitzky_golay  # noqa: E402

@@ -3,7 +3,7 @@
 
 Each installs the stop handlers (:mod:`inertial_id.nodes.stopping`) before it imports rclpy,
 pinocchio and cvxpy, so a stop while they load is a clean stop too. ``--help`` (``-h``) on a
-node executable prints the node's parameters from the table (:mod:`inertial_id.param_table`)
+node executable prints the node's parameters from the table (:mod:`inertial_id.params.table`)
 and exits 0 without starting the node.
 """
 
@@ -27,8 +27,8 @@ HELP_FLAGS = ("-h", "--help")
 
 def node_help(node: str) -> str:
     """The help text of the ``node`` executable: how to start it and its parameters."""
-    from inertial_id.param_spec import parameter_help
-    from inertial_id.param_table import NODE_PARAMS
+    from inertial_id.params.spec import parameter_help
+    from inertial_id.params.table import NODE_PARAMS
 
     managed = "" if node in UNMANAGED else " [--managed]"
     about = (f"The inertial_id {node} node. Its parameters come from -p or a parameter file's "
@@ -66,7 +66,7 @@ def cli() -> int:
     the others keep Python's Ctrl-C."""
     if len(sys.argv) > 1 and sys.argv[1] in RUN_UNTIL_STOPPED:
         stopping.install()
-    from inertial_id.cli import main as cli_main
+    from inertial_id.tools.cli import main as cli_main
 
     return cli_main()
 

@@ -27,7 +27,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Compile the dedicated SDP solver, or load it from numba's disk cache, before any test:
     the node processes the tests start then find it ready instead of compiling it in the
     background while a test measures them."""
-    from inertial_id.core import sdp
+    from inertial_id.core.estimation import sdp
 
     sdp.warm_up()
 

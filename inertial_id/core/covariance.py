@@ -215,7 +215,7 @@ def robust_covariance(bread: NDArray[np.float64], meat: NDArray[np.float64],
 
     ``bread`` is ``(A^T W A)^-1`` (finite), ``meat`` and ``leverage`` the ``scores``' at the
     estimate and ``bread``, ``classical`` the classical covariance (``sigma^2 bread``, or its
-    errors-in-variables form: :func:`~inertial_id.core.estimators.make_estimate`; an
+    errors-in-variables form: :func:`~inertial_id.core.estimation.estimators.make_estimate`; an
     undetermined unknown has a zero row in both). With at least
     :data:`MIN_BLOCKS_PER_UNKNOWN` effective blocks per unknown: the block sandwich ``S``.
     With fewer, the sandwich's off-diagonal structure is too noisy (its rank is at most the

@@ -1,8 +1,9 @@
 """The whole payload pipeline in one object, for offline replay and benchmarks.
 
 :class:`PayloadPipeline` chains the same core objects the three nodes run —
-:class:`~inertial_id.core.gathering.Gathering` (gatherer), :class:`SensorKinematics`
-(kinematics) and :class:`~inertial_id.core.online.OnlineEstimator` (solver) — and solves every
+:class:`~inertial_id.core.gathering.gatherer.Gathering` (gatherer), :class:`SensorKinematics`
+(kinematics) and :class:`~inertial_id.core.estimation.online.OnlineEstimator` (solver) — and solves
+every
 ``solve_period`` seconds of *sample time*, as the solver node does under simulated time.
 It keeps a compact history (one row per processed batch and per solve) for reports.
 """
@@ -17,10 +18,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimators import Estimate
-from inertial_id.core.gathering import Gathering, JointStateSample, MessageBlock, WrenchSample
+from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimation.online import OnlineEstimator
+from inertial_id.core.gathering.gatherer import (
+    Gathering,
+    JointStateSample,
+    MessageBlock,
+    WrenchSample,
+)
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.online import OnlineEstimator
 from inertial_id.core.stages import KinematicsStage
 
 SAMPLE_EVERY = 10

@@ -141,7 +141,7 @@ def regressor(twist: ArrayLike, proper_acceleration: ArrayLike,
     Accepts one sample (6-vectors, returns 6x10) or a batch ((N, 6) arrays, returns N x 6 x 10).
     Columns follow ``pi = [m, mcx, mcy, mcz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]``; rows ``[f; tau]``.
     ``products`` (like the twist): the angular-velocity products of :data:`PRODUCT_PAIRS` to
-    use (matched filtering smooths them on their own, :mod:`inertial_id.core.features`);
+    use (matched filtering smooths them on their own, :mod:`inertial_id.core.gathering.features`);
     None: the twist's ``w_i w_j``. One matrix product of the batch's features with
     :data:`LINEAR_BASIS`.
     """

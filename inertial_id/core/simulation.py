@@ -19,8 +19,8 @@ import numpy as np
 import pinocchio as pin
 from numpy.typing import ArrayLike, NDArray
 
-from inertial_id.core.friction import FrictionModel
-from inertial_id.core.gathering import JointStateSample, WrenchSample
+from inertial_id.core.gathering.gatherer import JointStateSample, WrenchSample
+from inertial_id.core.joint_torque.friction import FrictionModel
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.parameters import BodyParameters, skew
 from inertial_id.core.regressor import PAYLOAD_ON_SENSOR, regressor
@@ -140,7 +140,8 @@ class PayloadSimulation:
     :data:`FRICTION_VELOCITY_SCALE`) and ``viscous_friction`` (N m s/rad), the same per joint.
     With ``presliding`` ``x0`` > 0 (rad) the Coulomb torque is held at rest in the direction
     of the last motion: ``fc (m + (1 - |m|) z)``, ``m = tanh(qd / 0.03)`` and ``z`` the
-    direction-memory state of :class:`~inertial_id.core.friction.FrictionModel` (dead band
+    direction-memory state of :class:`~inertial_id.core.joint_torque.friction.FrictionModel` (dead
+    band
     :data:`FRICTION_VELOCITY_SCALE`), continued from one :meth:`joint_efforts` call to the
     next, so successive calls must be consecutive times.
     """

@@ -1,5 +1,6 @@
-"""The stages the nodes and replay share, beyond :class:`~inertial_id.core.gathering.Gathering`
-and :class:`~inertial_id.core.online.OnlineEstimator`.
+"""The stages the nodes and replay share, beyond
+:class:`~inertial_id.core.gathering.gatherer.Gathering`
+and :class:`~inertial_id.core.estimation.online.OnlineEstimator`.
 
 :class:`KinematicsStage` is the kinematics node's whole work and the step replay's
 :class:`~inertial_id.core.pipeline.PayloadPipeline` takes between the gatherer and the
@@ -19,9 +20,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from inertial_id.core.errors import InertialIdError
+from inertial_id.core.gathering.synchronizer import MAX_ABS_VALUE, SyncedSamples, plausible
+from inertial_id.core.gathering.timepolicy import OUT_OF_RANGE, in_range
 from inertial_id.core.kinematics import JointMapper, SensorKinematics
-from inertial_id.core.synchronizer import MAX_ABS_VALUE, SyncedSamples, plausible
-from inertial_id.core.timepolicy import OUT_OF_RANGE, in_range
 
 
 @dataclass(frozen=True)

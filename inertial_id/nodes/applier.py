@@ -2,7 +2,7 @@
 
 Subscribes the solver's ``solver/parameters`` (inertial_id/InertialParameters, in the solver's
 frame, with its per-group verdicts) and ``solver/contact`` (inertial_id/ContactAnomaly). The
-``target`` (:data:`inertial_id.handoff.TARGETS`, the names of ``inertial-id export``) says what
+``target`` (:data:`inertial_id.core.handoff.TARGETS`, the names of ``inertial-id export``) says what
 the payload becomes and where it goes:
 
 - ``ur``/``ur7``, ``franka``, ``xarm``: a request to the driver's service (``destination``, by
@@ -42,15 +42,15 @@ from rcl_interfaces.srv import SetParameters
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
-from inertial_id import calibration
 from inertial_id.core.applying import ApplyGate, Observation
-from inertial_id.core.compensation import compensated_body
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimators import Estimate
+from inertial_id.core.estimation.compensation import compensated_body
+from inertial_id.core.estimation.estimators import Estimate
 from inertial_id.core.frames import OutputFrame
+from inertial_id.core.handoff import FLANGE_FRAME, TARGETS, Options
 from inertial_id.core.kinematics import load_urdf_model, require_frame
 from inertial_id.core.parameters import BodyParameters
-from inertial_id.handoff import FLANGE_FRAME, TARGETS, Options
+from inertial_id.io import calibration
 from inertial_id.msg import ContactAnomaly, InertialParameters
 from inertial_id.nodes.common import (
     Diagnostics,
@@ -70,8 +70,8 @@ from inertial_id.nodes.requests import (
     service_type,
 )
 from inertial_id.nodes.runner import run
-from inertial_id.param_table import APPLIER_PARAMS
-from inertial_id.settings import gate_settings, wrench_compensated
+from inertial_id.params.settings import gate_settings, wrench_compensated
+from inertial_id.params.table import APPLIER_PARAMS
 
 CHECK_PERIOD = 0.25
 """s between two checks of a pending request's time-out."""

@@ -6,7 +6,8 @@ A target that compensates its wrench for the payload it was given (a UR driver; 
 estimates, SI units), each step of a change: ``method`` :data:`PENDING` when a request goes out
 (stamp: sent), :data:`SETTLED` with the payload the driver subtracts from the stamp on (the new
 one after its transition, or the old one when it refused or did not answer). The solver adds
-that payload back to every wrench (:class:`~inertial_id.core.compensation.DriverCompensation`)
+that payload back to every wrench
+(:class:`~inertial_id.core.estimation.compensation.DriverCompensation`)
 and drops the samples stamped while the driver may have been switching. Stamps are the node
 clock's, as the wrench stamps are (one machine, or synchronised clocks).
 """
@@ -23,8 +24,8 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from std_msgs.msg import Header
 
-from inertial_id.core.compensation import PENDING, SETTLED, DriverCompensation
 from inertial_id.core.errors import InertialIdError
+from inertial_id.core.estimation.compensation import PENDING, SETTLED, DriverCompensation
 from inertial_id.core.frames import frame_placement, pi_transform
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.msg import InertialParameters

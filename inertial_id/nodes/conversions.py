@@ -24,14 +24,14 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
-from inertial_id.cdr import SENSOR_FIELDS, CdrDecoder, unpack_noise
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimators import Estimate
-from inertial_id.core.gathering import JointStateSample, WrenchSample
-from inertial_id.core.online_types import Verdicts
+from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimation.online_types import Verdicts
+from inertial_id.core.gathering.gatherer import JointStateSample, WrenchSample
+from inertial_id.core.gathering.synchronizer import SyncedSamples
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
 from inertial_id.core.shape import equivalent_box
-from inertial_id.core.synchronizer import SyncedSamples
+from inertial_id.io.cdr import SENSOR_FIELDS, CdrDecoder, unpack_noise
 from inertial_id.msg import InertialParameters, JointSamples, SensorSamples
 from inertial_id.nodes.common import to_seconds
 
@@ -123,7 +123,7 @@ def joint_samples_from_bytes(raw: bytes, decoder: CdrDecoder
 def sensor_samples_from_bytes(raw: bytes, decoder: CdrDecoder
                               ) -> tuple[dict[str, NDArray[np.float64] | float | None], str, int]:
     """A serialised :class:`SensorSamples`: ``times`` (N,), the (N, 6) arrays named in
-    :data:`~inertial_id.cdr.SENSOR_FIELDS`, ``acceleration_noise`` and ``filter_span`` (the
+    :data:`~inertial_id.io.cdr.SENSOR_FIELDS`, ``acceleration_noise`` and ``filter_span`` (the
     keyword arguments of :meth:`OnlineEstimator.add`), the frame id and ``samples_before``;
     decoded as :func:`joint_samples_from_bytes` does."""
     if CdrDecoder.little_endian_cdr(raw):

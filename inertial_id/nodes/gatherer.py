@@ -4,14 +4,14 @@ Subscribes ``joint_states`` (sensor_msgs/JointState) and ``wrench`` (geometry_ms
 WrenchStamped); publishes ``joint_samples`` (inertial_id/JointSamples): batches of wrench
 samples with the URDF joints' positions, velocities and accelerations at the same stamps,
 from a fixed-lag Savitzky-Golay filter applied alike to both signals
-(:class:`~inertial_id.core.synchronizer.FixedLagSynchronizer`); with ``matched_filter`` (the
-default) also the sensor frame's twist and proper acceleration, computed at every joint sample
+(:class:`~inertial_id.core.gathering.synchronizer.FixedLagSynchronizer`); with ``matched_filter``
+(the default) also the sensor frame's twist and proper acceleration, computed at every joint sample
 and smoothed with the wrench's kernel. A batch leaves as soon as new
 data made samples ready (half a millisecond after the first message of a burst, so that
 messages a driver sends together travel together), at most ``publish_rate`` times a second.
 The two high-rate inputs are
-taken serialised and decoded by :class:`~inertial_id.cdr.CdrDecoder`, and the batches are
-published serialised by :class:`~inertial_id.cdr.CdrEncoder`, which costs a fraction of
+taken serialised and decoded by :class:`~inertial_id.io.cdr.CdrDecoder`, and the batches are
+published serialised by :class:`~inertial_id.io.cdr.CdrEncoder`, which costs a fraction of
 rclpy's message conversion.
 """
 
@@ -25,10 +25,10 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 
-from inertial_id.cdr import CdrDecoder, CdrEncoder
 from inertial_id.core.errors import DuplicateJointError, InertialIdError
-from inertial_id.core.gathering import OTHER_FRAME, Gathering, OtherFrameError
-from inertial_id.core.timepolicy import RESETS
+from inertial_id.core.gathering.gatherer import OTHER_FRAME, Gathering, OtherFrameError
+from inertial_id.core.gathering.timepolicy import RESETS
+from inertial_id.io.cdr import CdrDecoder, CdrEncoder
 from inertial_id.msg import JointSamples
 from inertial_id.nodes.common import (
     Diagnostics,
@@ -48,8 +48,8 @@ from inertial_id.nodes.conversions import (
     wrench_from_bytes,
 )
 from inertial_id.nodes.runner import run
-from inertial_id.param_table import GATHERER_PARAMS
-from inertial_id.settings import gatherer_kinematics, gatherer_settings
+from inertial_id.params.settings import gatherer_kinematics, gatherer_settings
+from inertial_id.params.table import GATHERER_PARAMS
 
 COALESCE = 0.0005
 """s a batch waits after the message that armed it, so that messages sent together (a robot

@@ -8,7 +8,7 @@ value beyond any measurement (1e200) is dropped and counted (``dropped_implausib
 batch from the gatherer's matched filter carries the (smoothed) twist and proper acceleration
 already: they are passed on. All of that is :class:`~inertial_id.core.stages.KinematicsStage`,
 which replay runs too; this node decodes, publishes and reports. Both batches travel
-serialised (:mod:`inertial_id.cdr`): rclpy's conversion of their arrays cost more than the
+serialised (:mod:`inertial_id.io.cdr`): rclpy's conversion of their arrays cost more than the
 kinematics.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
 
-from inertial_id.cdr import CdrDecoder, CdrEncoder
 from inertial_id.core.stages import KinematicsStage
+from inertial_id.io.cdr import CdrDecoder, CdrEncoder
 from inertial_id.msg import JointSamples, SensorSamples
 from inertial_id.nodes.common import (
     Diagnostics,
@@ -33,8 +33,8 @@ from inertial_id.nodes.common import (
 )
 from inertial_id.nodes.conversions import UndecodableError, joint_samples_from_bytes
 from inertial_id.nodes.runner import run
-from inertial_id.param_table import KINEMATICS_PARAMS
-from inertial_id.settings import kinematics_settings
+from inertial_id.params.settings import kinematics_settings
+from inertial_id.params.table import KINEMATICS_PARAMS
 
 
 class Kinematics(PipelineNode):

@@ -4,7 +4,7 @@ With ``mode: links`` the solver subscribes ``joint_states`` (sensor_msgs/JointSt
 ``effort``) instead of ``sensor_samples``. It keeps every ``links_decimation``-th state of the
 last ``links_horizon`` seconds and every ``links_solve_period`` seconds identifies the links
 with the same code as ``inertial-id identify-links``
-(:func:`inertial_id.core.link_selection.identify_links`, at the node's prior weight):
+(:func:`inertial_id.core.joint_torque.link_selection.identify_links`, at the node's prior weight):
 positions smoothed and differentiated by a Savitzky-Golay filter on the stamps, base
 parameters, friction and offsets, the URDF's inertials as the prior, per-link
 ``J(pi) >= 0`` (sdp/qp). It publishes ``~/link_parameters`` (inertial_id/InertialParameters,
@@ -29,16 +29,16 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header, String
 
-from inertial_id.cdr import CdrDecoder
 from inertial_id.core.errors import InertialIdError, SampleError
-from inertial_id.core.friction import FrictionModel
+from inertial_id.core.gathering.timepolicy import StampPolicy
+from inertial_id.core.joint_torque.friction import FrictionModel
+from inertial_id.core.joint_torque.link_model import LinkModel
+from inertial_id.core.joint_torque.link_selection import LinkOptions, identify_links
+from inertial_id.core.joint_torque.links import METHODS, estimate_document, link_document
 from inertial_id.core.kinematics import JointMapper, load_urdf_model, movable_joint_names
-from inertial_id.core.link_model import LinkModel
-from inertial_id.core.link_selection import LinkOptions, identify_links
-from inertial_id.core.links import METHODS, estimate_document, link_document
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.signals import savitzky_golay
-from inertial_id.core.timepolicy import StampPolicy
+from inertial_id.io.cdr import CdrDecoder
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import (
     Diagnostics,

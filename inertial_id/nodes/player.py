@@ -24,7 +24,7 @@ from rclpy.publisher import Publisher
 from rosbags.highlevel import AnyReader
 from rosgraph_msgs.msg import Clock
 
-from inertial_id.bags import TYPESTORE, BagError
+from inertial_id.io.bags import TYPESTORE, BagError
 from inertial_id.nodes import stopping
 from inertial_id.nodes.common import init, latched_qos, pipeline_qos, to_stamp
 

@@ -1,4 +1,4 @@
-"""A target's fields (:mod:`inertial_id.handoff`) as the request the robot's software takes.
+"""A target's fields (:mod:`inertial_id.core.handoff`) as the request the robot's software takes.
 
 The drivers' interface packages (``ur_msgs``, ``franka_msgs``, ``xarm_msgs``) are loaded by
 name at run time, so the package installs and runs without them and uses whatever version the
@@ -21,8 +21,8 @@ from rcl_interfaces.msg import Parameter as ParameterMsg
 from rclpy.parameter import Parameter
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimators import Estimate
-from inertial_id.handoff import TARGETS, Options, Target
+from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.handoff import TARGETS, Options, Target
 
 INERTIA_FIELD = re.compile(r"(^|\.)(i[xyz]{2}|load_inertia)$")
 """A request field that carries the inertia (UR's ``ixx``..., Franka's ``load_inertia``)."""

@@ -23,7 +23,6 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
-from inertial_id.cdr import CdrEncoder
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.regressor import wrench_sign
@@ -33,12 +32,13 @@ from inertial_id.core.simulation import (
     PayloadSimulation,
     bundled_urdf_path,
 )
+from inertial_id.io.cdr import CdrEncoder
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import check, declare_all, latched_qos, sensor_qos, to_stamp
 from inertial_id.nodes.conversions import body_to_msg
 from inertial_id.nodes.runner import run
 from inertial_id.nodes.ur_driver import UrDriverStandIn
-from inertial_id.param_table import SIMULATOR_PARAMS
+from inertial_id.params.table import SIMULATOR_PARAMS
 
 
 class Simulator(Node):

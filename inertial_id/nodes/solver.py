@@ -1,7 +1,7 @@
 """solver: the physically consistent payload estimate and contact monitoring.
 
 Subscribes ``sensor_samples`` (inertial_id/SensorSamples) and runs the core
-:class:`~inertial_id.core.online.OnlineEstimator`: contact-gated sufficient statistics, a
+:class:`~inertial_id.core.estimation.online.OnlineEstimator`: contact-gated sufficient statistics, a
 Hotelling T^2 monitor of the residual wrench, restart on a payload change. Publishes
 ``~/parameters`` (inertial_id/InertialParameters), ``~/inertia`` (geometry_msgs/
 InertiaStamped, about the CoM) after every batch of samples, up to ``publish_rate`` (10 Hz
@@ -16,8 +16,8 @@ contact change; a status on ``/diagnostics``. Services (std_srvs/Trigger): ``~/r
 A failed solve keeps the last good estimate; nothing physically inconsistent is published, and
 no message with a NaN or inf (withheld and counted: ``messages_withheld_not_finite``). The
 set-up check's time-offset figure and evidence are on ``/diagnostics`` (``setup_time_offset_*``).
-The dedicated SDP solver (:mod:`inertial_id.core.sdp`) is compiled or loaded in the background
-at start; cvxpy solves until it is ready.
+The dedicated SDP solver (:mod:`inertial_id.core.estimation.sdp`) is compiled or loaded in the
+background at start; cvxpy solves until it is ready.
 With ``mode: links`` it identifies the robot's links from joint torques instead
 (:mod:`inertial_id.nodes.links`); with ``mode: payload_from_torques`` the payload from joint
 torques, for arms without a wrist F/T sensor (:mod:`inertial_id.nodes.torque_payload`).
@@ -38,17 +38,17 @@ from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
-from inertial_id import calibration
-from inertial_id.cdr import CdrDecoder
-from inertial_id.core import sdp
 from inertial_id.core.errors import ImplausibleValueError, InertialIdError
-from inertial_id.core.estimators import Estimate
+from inertial_id.core.estimation import sdp
+from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimation.online import OnlineEstimator
+from inertial_id.core.estimation.online_types import Verdicts
 from inertial_id.core.frames import OutputFrame
+from inertial_id.core.gathering.timepolicy import RESETS
 from inertial_id.core.kinematics import load_urdf_model, require_frame
-from inertial_id.core.online import OnlineEstimator
-from inertial_id.core.online_types import Verdicts
 from inertial_id.core.parameters import vector_from_symmetric
-from inertial_id.core.timepolicy import RESETS
+from inertial_id.io import calibration
+from inertial_id.io.cdr import CdrDecoder
 from inertial_id.msg import InertialParameters, SensorSamples
 from inertial_id.nodes.common import (
     Diagnostics,
@@ -75,13 +75,13 @@ from inertial_id.nodes.conversions import (
 from inertial_id.nodes.links import LinksMode
 from inertial_id.nodes.runner import run
 from inertial_id.nodes.torque_payload import TorquePayloadMode
-from inertial_id.param_spec import Param
-from inertial_id.param_table import SOLVER_MODE, SOLVER_PARAMS, solver_params
-from inertial_id.settings import (
+from inertial_id.params.settings import (
     initial_payload,
     online_config,
     online_estimator,
 )
+from inertial_id.params.spec import Param
+from inertial_id.params.table import SOLVER_MODE, SOLVER_PARAMS, solver_params
 
 MODES = {"links": LinksMode, "payload_from_torques": TorquePayloadMode}
 """The solver's modes that read joint_states instead of sensor_samples."""
@@ -108,7 +108,7 @@ class Solver(PipelineNode):
 
     def declared_params(self) -> tuple[Param, ...]:
         """The F/T solver (``mode`` payload) leaves out the joint-torque modes' parameters
-        (:func:`~inertial_id.param_table.solver_params`)."""
+        (:func:`~inertial_id.params.table.solver_params`)."""
         return solver_params(given_value(self, SOLVER_MODE.name, SOLVER_MODE.default))
 
     def setup(self, values: dict[str, Any]) -> None:

@@ -3,7 +3,8 @@ with joint torque sensing (or motor currents) and no wrist F/T sensor.
 
 With ``mode: payload_from_torques`` the solver subscribes ``joint_states``
 (sensor_msgs/JointState with ``effort``), keeps every ``links_decimation``-th state and feeds
-the core :class:`~inertial_id.core.torque_payload.TorquePayloadStream`: positions smoothed
+the core :class:`~inertial_id.core.joint_torque.torque_payload.TorquePayloadStream`: positions
+smoothed
 and differentiated by a Savitzky-Golay filter of ``links_window`` states on their stamps, the
 arm's own torques from the link model (``links_file``, what ``inertial-id identify-links``
 wrote; empty: the URDF's inertials), the payload's rows ``J^T Y`` at ``payload_frame`` (empty:
@@ -12,7 +13,7 @@ the last link's frame, so the payload is the change of the last link's parameter
 (inertial_id/InertialParameters, the F/T mode's message, ``header.frame_id`` the payload
 frame, ``wrench_offset`` zero) and ``~/inertia``, with the same ``converged_*`` verdicts.
 Once the mass has converged, the joint residual feeds the contact monitor
-(:class:`~inertial_id.core.torque_payload.TorquePayloadOnline`; ``contact_detection``,
+(:class:`~inertial_id.core.joint_torque.torque_payload.TorquePayloadOnline`; ``contact_detection``,
 ``confidence``, ``training_samples``): ``~/contact`` and ``~/external_wrench`` carry ``T^2``
 and the external wrench on the payload estimated from the joint torques (payload frame),
 every ``contact_decimation`` states and at every change; flagged states stay out of the
@@ -38,17 +39,17 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
-from inertial_id.cdr import CdrDecoder
-from inertial_id.core import sdp
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.kinematics import JointMapper
-from inertial_id.core.timepolicy import StampPolicy
-from inertial_id.core.torque_payload import (
+from inertial_id.core.estimation import sdp
+from inertial_id.core.gathering.timepolicy import StampPolicy
+from inertial_id.core.joint_torque.torque_payload import (
     LinkTorqueModel,
     TorquePayloadIdentifier,
     TorquePayloadOnline,
     TorquePayloadStream,
 )
+from inertial_id.core.kinematics import JointMapper
+from inertial_id.io.cdr import CdrDecoder
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import (
     Diagnostics,
@@ -62,7 +63,7 @@ from inertial_id.nodes.common import (
 from inertial_id.nodes.contact import ContactPublisher
 from inertial_id.nodes.conversions import body_to_inertia_stamped, estimate_to_msg
 from inertial_id.nodes.links import decode_joint_state
-from inertial_id.settings import online_config
+from inertial_id.params.settings import online_config
 
 STEP_PERIOD = 0.05
 """s between contact tests of the ready joint states (the estimate is solved at publish_rate,

@@ -21,8 +21,8 @@ from numpy.typing import NDArray
 from rclpy.node import Node
 
 from inertial_id.core.frames import frame_placement, pi_transform
+from inertial_id.core.handoff import FLANGE_FRAME
 from inertial_id.core.parameters import BodyParameters
-from inertial_id.handoff import FLANGE_FRAME
 from inertial_id.nodes.requests import service_type
 
 SERVICE = "/io_and_status_controller/set_payload"

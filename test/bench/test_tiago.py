@@ -15,18 +15,18 @@ import pytest
 from rosbags.highlevel import AnyReader
 
 from bench import tiago_bag, tiago_payload
-from inertial_id.bags import (
+from inertial_id.core.gathering.gatherer import Gathering
+from inertial_id.core.kinematics import load_urdf_model
+from inertial_id.core.regressor import predicted_wrench
+from inertial_id.io.bags import (
     JOINT_STATE,
     TYPESTORE,
     BagReader,
     joint_state_message,
     write_bag,
 )
-from inertial_id.core.gathering import Gathering
-from inertial_id.core.kinematics import load_urdf_model
-from inertial_id.core.regressor import predicted_wrench
-from inertial_id.replay import ReplayOptions, load_params, replay
-from inertial_id.settings import gatherer_settings, kinematics_settings
+from inertial_id.params.settings import gatherer_settings, kinematics_settings
+from inertial_id.tools.replay import ReplayOptions, load_params, replay
 
 BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 
@@ -223,14 +223,14 @@ def test_rest_phases() -> None:
                                                                          (3.0, 4.2)]
 
 
-# --- PACKAGE BUG regressions (synthetic; fail until inertial_id/bags.py is fixed) -----------
+# --- PACKAGE BUG regressions (synthetic; fail until inertial_id/io/bags.py is fixed) -----------
 
 
 def test_package_bug_joint_state_message_accepts_non_contiguous_arrays(tmp_path: Path) -> None:
     """PACKAGE BUG: ``bags.joint_state_message`` keeps a non-contiguous view
     (``np.asarray``), and rosbags' CDR serialiser then fails with "To change to a dtype of
     a different size, the last axis must be contiguous". A row of ``table[:, columns]`` (how
-    CSV columns are usually picked) is such a view. Fix (inertial_id/bags.py,
+    CSV columns are usually picked) is such a view. Fix (inertial_id/io/bags.py,
     joint_state_message): ``np.ascontiguousarray(position, dtype=float)`` and the same for
     ``velocity``."""
     table = np.arange(40.0).reshape(5, 8)[:, [0, 2, 4]]  # Fortran-ordered columns
@@ -247,7 +247,7 @@ def test_package_bug_joint_state_message_accepts_non_contiguous_arrays(tmp_path:
 def test_package_bug_header_nanoseconds_stay_below_one_second() -> None:
     """PACKAGE BUG: ``bags._header`` rounds the fraction of a second to nanoseconds without
     carrying: a stamp within 0.5 ns below a whole second gets ``nanosec == 1_000_000_000``,
-    an invalid ``builtin_interfaces/Time``. Fix (inertial_id/bags.py, _header): after
+    an invalid ``builtin_interfaces/Time``. Fix (inertial_id/io/bags.py, _header): after
     rounding, ``if nanosec == 1_000_000_000: sec, nanosec = sec + 1, 0``."""
     msg = joint_state_message(1.9999999999, ["a"], np.zeros(1), np.zeros(0))
     assert msg.header.stamp.nanosec < 1_000_000_000

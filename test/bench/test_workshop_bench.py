@@ -15,9 +15,9 @@ import pytest
 
 from bench import _workshop_data as wd
 from bench import workshop_tools as bench
-from inertial_id.core.estimators import ConsistentEstimator, least_squares
+from inertial_id.core.estimation.estimators import ConsistentEstimator, least_squares
+from inertial_id.core.estimation.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.parameters import BodyParameters
-from inertial_id.core.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.regressor import regressor
 
 BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"

@@ -1,4 +1,4 @@
-"""Tests of the Hotelling T^2 contact monitor (inertial_id.core.anomaly).
+"""Tests of the Hotelling T^2 contact monitor (inertial_id.core.estimation.anomaly).
 
 The threshold is checked against the F-distribution formula computed another way (through the
 beta quantile), the robust covariance against a known covariance with gross outliers, the
@@ -16,13 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from inertial_id.core.anomaly import (
+from inertial_id.core.errors import InertialIdError, SampleError
+from inertial_id.core.estimation.anomaly import (
     ContactInterval,
     T2Monitor,
     robust_mean_covariance,
     t2_threshold,
 )
-from inertial_id.core.errors import InertialIdError, SampleError
 
 P = 6
 
@@ -340,7 +340,7 @@ def test_monitor_rejects_a_singular_covariance() -> None:
 def test_offline_contact_intervals_ignore_brief_spikes_and_find_pushes_from_the_start() -> None:
     """Seven joints at 1 kHz: white residual noise, a 30 ms spike (model error at a velocity
     reversal on a real arm) and two pushes, one at the very start of the record."""
-    from inertial_id.core.anomaly import contact_intervals
+    from inertial_id.core.estimation.anomaly import contact_intervals
 
     rng = np.random.default_rng(3)
     t = np.arange(0.0, 20.0, 0.001)

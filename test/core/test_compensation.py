@@ -1,6 +1,6 @@
 """A driver that compensates its wrench for the payload it was given
-(inertial_id.core.compensation), against the simulated arm: the wrench restored exactly, and
-the online estimator, fed restored samples, keeps the whole payload after an apply and
+(inertial_id.core.estimation.compensation), against the simulated arm: the wrench restored exactly,
+and the online estimator, fed restored samples, keeps the whole payload after an apply and
 identifies a later tool change as the new payload (not the difference)."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inertial_id.core.compensation import DriverCompensation, compensated_body
+from inertial_id.core.estimation.compensation import DriverCompensation, compensated_body
+from inertial_id.core.estimation.online import OnlineConfig, OnlineEstimator
+from inertial_id.core.estimation.payload import PayloadConfig
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.metrics import parameter_errors
-from inertial_id.core.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.parameters import BodyParameters
-from inertial_id.core.payload import PayloadConfig
 from inertial_id.core.regressor import PAYLOAD_ON_SENSOR
 from inertial_id.core.simulation import (
     BUNDLED_HOME,

@@ -1,5 +1,5 @@
-"""The simulated motor-current arm (inertial_id.core.current_arm): its efforts by hand, its
-bags, and a loaded/unloaded pair through identify-payload."""
+"""The simulated motor-current arm (inertial_id.core.joint_torque.current_arm): its efforts by hand,
+its bags, and a loaded/unloaded pair through identify-payload."""
 
 from __future__ import annotations
 
@@ -11,22 +11,22 @@ import pinocchio as pin
 import pytest
 import yaml
 
-from inertial_id.cli import main
-from inertial_id.core.current_arm import (
+from inertial_id.core.joint_torque.current_arm import (
     MotorCurrentArm,
     nothing_held,
     perturbed_urdf,
     random_pushes,
     trajectory,
-    write_current_bag,
 )
-from inertial_id.core.friction import FrictionModel
+from inertial_id.core.joint_torque.friction import FrictionModel
+from inertial_id.core.joint_torque.link_model import LinkModel
+from inertial_id.core.joint_torque.link_selection import coulomb_candidates, refine_friction
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.link_model import LinkModel
-from inertial_id.core.link_selection import coulomb_candidates, refine_friction
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.simulation import FourierTrajectory, bundled_urdf_path
-from inertial_id.joint_records import read_joint_bag
+from inertial_id.io.joint_records import read_joint_bag
+from inertial_id.tools.cli import main
+from inertial_id.tools.synthetic import write_current_bag
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +102,8 @@ def test_bag_and_paired_payload(arm: MotorCurrentArm, tmp_path: Path) -> None:
 def test_velocity_scale_chosen_and_narrowed(arm: MotorCurrentArm) -> None:
     """On the arm's own efforts, the cross-validation prefers tanh near the arm's v0 to the
     dead band, and narrowing it does not make the score worse."""
-    from inertial_id.core.link_selection import choose_friction
-    from inertial_id.core.links import LinkIdentification
+    from inertial_id.core.joint_torque.link_selection import choose_friction
+    from inertial_id.core.joint_torque.links import LinkIdentification
 
     traj = trajectory(arm.home, seed=5, holds=((4, 4.0, 7.0),))
     rec = arm.record(traj, 14.0, nothing_held(), seed=3)
@@ -127,8 +127,8 @@ def test_held_out_recording_chooses_the_memory_x0(arm: MotorCurrentArm) -> None:
     x0 hardly changes their score; another recording of the arm tells it: with it as held
     out, x0 is narrowed to within a factor 10^(1/4) of the arm's own and the fit predicts a
     third trajectory better than with the in-record choice."""
-    from inertial_id.core.link_selection import choose_friction
-    from inertial_id.core.links import LinkIdentification
+    from inertial_id.core.joint_torque.link_selection import choose_friction
+    from inertial_id.core.joint_torque.links import LinkIdentification
 
     truth = replace(arm, presliding=0.006, velocity_scale=0.02)
     model = LinkModel(bundled_urdf_path())

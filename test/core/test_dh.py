@@ -1,5 +1,5 @@
-"""The URDF written from a modified-DH table (inertial_id.core.dh) and the Panda built from it
-(bench/_panda_data.py): frames against the DH product, a known pose of the Panda, inertials
+"""The URDF written from a modified-DH table (inertial_id.core.joint_torque.dh) and the Panda built
+from it (bench/_panda_data.py): frames against the DH product, a known pose of the Panda, inertials
 unchanged, the published models' torques reproduced on the generated model."""
 
 from __future__ import annotations
@@ -11,10 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench import _panda_data as panda
-from inertial_id.core.dh import DHRow, dh_transform, forward_kinematics, modified_dh_urdf
 from inertial_id.core.errors import ModelError
+from inertial_id.core.joint_torque.dh import (
+    DHRow,
+    dh_transform,
+    forward_kinematics,
+    modified_dh_urdf,
+)
+from inertial_id.core.joint_torque.link_model import LinkModel
 from inertial_id.core.kinematics import load_urdf_model
-from inertial_id.core.link_model import LinkModel
 from inertial_id.core.parameters import BodyParameters
 
 angles = st.floats(-np.pi, np.pi)

@@ -1,4 +1,5 @@
-"""Drive gains refined with the links (inertial_id.core.links.gains, core/link_gains.py) and
+"""Drive gains refined with the links (inertial_id.core.joint_torque.links.gains,
+core/joint_torque/link_gains.py) and
 identify-links' --gain-std: a simulated motor-current arm's relative gain error recovered,
 the common scale held, the choice written to the model YAML and re-applied."""
 
@@ -11,20 +12,20 @@ import numpy as np
 import pytest
 import yaml
 
-from inertial_id.cli import main
-from inertial_id.core.current_arm import (
+from inertial_id.core.joint_torque.current_arm import (
     MotorCurrentArm,
     nothing_held,
     trajectory,
-    write_current_bag,
 )
-from inertial_id.core.friction import FrictionModel
-from inertial_id.core.link_gains import GAIN_STDS
-from inertial_id.core.link_model import LinkModel
-from inertial_id.core.links import LinkIdentification
-from inertial_id.core.links.gains import refined_least_squares
+from inertial_id.core.joint_torque.friction import FrictionModel
+from inertial_id.core.joint_torque.link_gains import GAIN_STDS
+from inertial_id.core.joint_torque.link_model import LinkModel
+from inertial_id.core.joint_torque.links import LinkIdentification
+from inertial_id.core.joint_torque.links.gains import refined_least_squares
+from inertial_id.core.joint_torque.torque_payload import LinkTorqueModel
 from inertial_id.core.simulation import bundled_urdf_path
-from inertial_id.core.torque_payload import LinkTorqueModel
+from inertial_id.tools.cli import main
+from inertial_id.tools.synthetic import write_current_bag
 
 
 @pytest.fixture(scope="module")

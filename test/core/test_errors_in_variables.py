@@ -10,10 +10,11 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from test_matched_filter import feed_in_stamp_order
 
-from inertial_id.core.estimators import least_squares
-from inertial_id.core.gathering import GathererSettings, Gathering
+from inertial_id.core.estimation.estimators import least_squares
+from inertial_id.core.estimation.online import OnlineEstimator
+from inertial_id.core.gathering.gatherer import GathererSettings, Gathering
+from inertial_id.core.gathering.synchronizer import FixedLagSynchronizer
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.online import OnlineEstimator
 from inertial_id.core.pipeline import PayloadPipeline
 from inertial_id.core.signals import PositionNoise, fourth_differences
 from inertial_id.core.simulation import (
@@ -24,7 +25,6 @@ from inertial_id.core.simulation import (
     bundled_urdf_path,
 )
 from inertial_id.core.statistics import MAX_NOISE_SHARE, SlidingWindow, SufficientStatistics
-from inertial_id.core.synchronizer import FixedLagSynchronizer
 
 
 @given(st.lists(st.floats(0.5e-3, 3e-3), min_size=5, max_size=40),

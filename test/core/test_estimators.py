@@ -6,9 +6,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
-from inertial_id.core import sdp
 from inertial_id.core.errors import InertialIdError, SampleError, SolverError
-from inertial_id.core.estimators import (
+from inertial_id.core.estimation import sdp
+from inertial_id.core.estimation.estimators import (
     N_PI,
     N_UNKNOWNS,
     ConsistentEstimator,
@@ -18,9 +18,9 @@ from inertial_id.core.estimators import (
     pseudo_inertia_expression,
     scaled_condition_number,
 )
+from inertial_id.core.estimation.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.metrics import parameter_errors
 from inertial_id.core.parameters import BodyParameters, pseudo_inertia
-from inertial_id.core.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.regressor import measurement_matrix, predicted_wrench, wrench_sign
 from inertial_id.core.simulation import DEFAULT_OFFSET, default_payload
 from inertial_id.core.statistics import SlidingWindow, SufficientStatistics

@@ -1,5 +1,6 @@
 """Exciting trajectories: feasibility by construction, optimisation against a random
-trajectory, CSV/YAML files and the excite command (core/excitation.py, excite_tool.py)."""
+trajectory, CSV/YAML files and the excite command (core/joint_torque/excitation.py,
+excite_tool.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
-from inertial_id.core.excitation import (
+from inertial_id.core.joint_torque.excitation import (
     FourierSpace,
     JointLimits,
     excite_links,
@@ -20,11 +21,11 @@ from inertial_id.core.excitation import (
     write_trajectory_csv,
     write_trajectory_yaml,
 )
+from inertial_id.core.joint_torque.link_model import LinkModel
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.link_model import LinkModel
 from inertial_id.core.simulation import BUNDLED_SENSOR_FRAME, bundled_urdf_path
-from inertial_id.excite_tool import add_excite_parser, run_excite
-from inertial_id.joint_records import read_joint_csv
+from inertial_id.io.joint_records import read_joint_csv
+from inertial_id.tools.excite_tool import add_excite_parser, run_excite
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ import pytest
 from recordings import FRAME, JOINT_RATE, START, URDF, WRENCH_RATE, Recording
 
 from inertial_id.core.errors import InertialIdError, SolverError
-from inertial_id.core.gathering import FrameFollower, GathererSettings, Gathering
+from inertial_id.core.estimation.online import OnlineConfig, OnlineEstimator
+from inertial_id.core.estimation.payload import PayloadConfig
+from inertial_id.core.gathering.gatherer import FrameFollower, GathererSettings, Gathering
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.online import OnlineConfig, OnlineEstimator
-from inertial_id.core.payload import PayloadConfig
 from inertial_id.core.pipeline import PayloadPipeline
 from inertial_id.core.simulation import (
     BUNDLED_HOME,

@@ -1,4 +1,5 @@
-"""The gatherer's filter sized in seconds and chosen from the data (core/filter_choice.py)."""
+"""The gatherer's filter sized in seconds and chosen from the data
+(core/gathering/filter_choice.py)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.filter_choice import (
+from inertial_id.core.estimation.online import OnlineEstimator
+from inertial_id.core.gathering.filter_choice import (
     GAIN_TOLERANCE,
     NO_MOTION_WINDOW_TIME,
     acceleration_gain,
     choose_filter,
     derivative_weights,
 )
-from inertial_id.core.gathering import GathererSettings, Gathering
+from inertial_id.core.gathering.gatherer import GathererSettings, Gathering
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.online import OnlineEstimator
 from inertial_id.core.pipeline import PayloadPipeline
 from inertial_id.core.simulation import (
     BUNDLED_HOME,

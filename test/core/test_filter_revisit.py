@@ -1,4 +1,5 @@
-"""Revisiting the gatherer's filter when the motion changes (inertial_id.core.filter_revisit):
+"""Revisiting the gatherer's filter when the motion changes
+(inertial_id.core.gathering.filter_revisit):
 an arm idle at the start gets the no-motion default, then the window its motion asks for; a
 motion from the start keeps its first choice; the estimate and the contact monitor go on
 across the switch."""
@@ -8,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inertial_id.core.filter_revisit import REVISIT_EVERY
+from inertial_id.core.gathering.filter_revisit import REVISIT_EVERY
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.metrics import parameter_errors
 from inertial_id.core.parameters import BodyParameters
@@ -20,7 +21,7 @@ from inertial_id.core.simulation import (
     PayloadSimulation,
     bundled_urdf_path,
 )
-from inertial_id.replay import PROCESS_PERIOD, build_pipeline, feed
+from inertial_id.tools.replay import PROCESS_PERIOD, build_pipeline, feed
 
 START = 1_700_000_000.0
 PUSH = Contact(22.0, 0.8, (15.0, 0.0, 0.0), (0.0, 0.0, 0.2))

@@ -1,6 +1,6 @@
 """Fuzzing the core pipeline's message inputs with hypothesis.
 
-:class:`~inertial_id.core.gathering.Gathering` + :class:`~inertial_id.core.pipeline.
+:class:`~inertial_id.core.gathering.gatherer.Gathering` + :class:`~inertial_id.core.pipeline.
 PayloadPipeline` (what the three nodes and offline replay run) are fed random sequences of
 joint states and wrenches: stretches of good simulated data interleaved with junk — random
 joint names (unknown, missing, duplicated, reordered), random lengths, NaN / inf / huge
@@ -28,9 +28,9 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.gathering import GathererSettings, Gathering
+from inertial_id.core.estimation.online import OnlineConfig, OnlineEstimator
+from inertial_id.core.gathering.gatherer import GathererSettings, Gathering
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.pipeline import PayloadPipeline
 from inertial_id.core.simulation import (
     BUNDLED_HOME,

@@ -1,4 +1,5 @@
-"""Link identification's choices from the data (inertial_id.core.link_selection): the friction
+"""Link identification's choices from the data (inertial_id.core.joint_torque.link_selection): the
+friction
 model with direction memory for a joint held at rest while the others move, the prior weight
 by cross-validation on time blocks, and the choices kept in the model YAML."""
 
@@ -11,16 +12,17 @@ import numpy as np
 import pytest
 import yaml
 
-from inertial_id.core.friction import FrictionModel
-from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.link_model import LinkModel
-from inertial_id.core.link_selection import (
+from inertial_id.core.joint_torque.friction import FrictionModel
+from inertial_id.core.joint_torque.link_model import LinkModel
+from inertial_id.core.joint_torque.link_selection import (
     PRIOR_WEIGHTS,
     choose_friction,
     choose_prior_weight,
     memory_candidates,
 )
-from inertial_id.core.links import LinkIdentification
+from inertial_id.core.joint_torque.links import LinkIdentification
+from inertial_id.core.joint_torque.torque_payload import LinkTorqueModel
+from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
@@ -29,8 +31,7 @@ from inertial_id.core.simulation import (
     PayloadSimulation,
     bundled_urdf_path,
 )
-from inertial_id.core.torque_payload import LinkTorqueModel
-from inertial_id.links_tool import add_identify_links_parser, run_identify_links
+from inertial_id.tools.links_tool import add_identify_links_parser, run_identify_links
 
 URDF = bundled_urdf_path()
 STEP = 0.005  # s, 200 Hz

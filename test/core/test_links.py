@@ -1,5 +1,6 @@
 """Link identification from joint torques: regressor, base parameters, friction, estimators,
-identified URDF, and the identify-links command (core/links/, joint_records.py, links_tool.py)."""
+identified URDF, and the identify-links command (core/joint_torque/links/, joint_records.py,
+links_tool.py)."""
 
 from __future__ import annotations
 
@@ -14,15 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inertial_id.core.errors import InertialIdError, ModelError, SampleError, SolverError
-from inertial_id.core.friction import FrictionModel
-from inertial_id.core.link_model import (
+from inertial_id.core.joint_torque.friction import FrictionModel
+from inertial_id.core.joint_torque.link_model import (
     LinkModel,
     base_parameters,
     structural_base_parameters,
     transform_parameters,
 )
-from inertial_id.core.link_urdf import identified_urdf
-from inertial_id.core.links import (
+from inertial_id.core.joint_torque.link_urdf import identified_urdf
+from inertial_id.core.joint_torque.links import (
     ConstrainedLinkEstimator,
     LinkIdentification,
     correlation_times,
@@ -34,8 +35,8 @@ from inertial_id.core.parameters import (
     is_physically_consistent,
 )
 from inertial_id.core.simulation import bundled_urdf_path
-from inertial_id.joint_records import joint_name, read_joint_csv
-from inertial_id.links_tool import add_identify_links_parser, run_identify_links
+from inertial_id.io.joint_records import joint_name, read_joint_csv
+from inertial_id.tools.links_tool import add_identify_links_parser, run_identify_links
 
 TIAGO = Path(__file__).resolve().parents[3] / "shared" / "data" / "tiago"
 

@@ -8,8 +8,8 @@ from scipy.spatial.transform import Rotation
 from strategies import rotations, vectors
 
 from inertial_id.core.errors import InertialIdError, SolverError
-from inertial_id.core.estimators import N_PI, ConsistentEstimator, least_squares
-from inertial_id.core.manifold import (
+from inertial_id.core.estimation.estimators import N_PI, ConsistentEstimator, least_squares
+from inertial_id.core.estimation.manifold import (
     ManifoldEstimator,
     ManifoldPoint,
     manifold_curvature,
@@ -19,12 +19,12 @@ from inertial_id.core.manifold import (
     retract,
     rotation_exp,
 )
+from inertial_id.core.estimation.payload import PayloadIdentifier
 from inertial_id.core.parameters import (
     BodyParameters,
     min_pseudo_inertia_eigenvalue,
     symmetric_from_vector,
 )
-from inertial_id.core.payload import PayloadIdentifier
 from inertial_id.core.regressor import predicted_wrench
 from inertial_id.core.simulation import DEFAULT_OFFSET, default_payload
 from inertial_id.core.statistics import SufficientStatistics

@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inertial_id.core.features import decode_features, encode_features
-from inertial_id.core.gathering import GathererSettings, Gathering
+from inertial_id.core.estimation.online import OnlineEstimator
+from inertial_id.core.gathering.features import decode_features, encode_features
+from inertial_id.core.gathering.gatherer import GathererSettings, Gathering
+from inertial_id.core.gathering.synchronizer import FixedLagSynchronizer, SyncedSamples
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.online import OnlineEstimator
 from inertial_id.core.pipeline import PayloadPipeline
 from inertial_id.core.regressor import angular_products, predicted_wrench
 from inertial_id.core.signals import (
@@ -27,7 +28,6 @@ from inertial_id.core.simulation import (
     PayloadSimulation,
     bundled_urdf_path,
 )
-from inertial_id.core.synchronizer import FixedLagSynchronizer, SyncedSamples
 
 
 def _stamps(gaps: list[float]) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Tests of the contact-gated online estimator (inertial_id.core.online).
+"""Tests of the contact-gated online estimator (inertial_id.core.estimation.online).
 
 The simulated demo arm carries the default payload; sensor-frame samples come straight from
 the core kinematics (no ROS), are fed in batches of 20 samples (20 ms at 1 kHz) and the
@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimators import Estimate
+from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimation.online import OnlineConfig, OnlineEstimator
+from inertial_id.core.estimation.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.parameters import BodyParameters
-from inertial_id.core.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
     BUNDLED_SENSOR_FRAME,

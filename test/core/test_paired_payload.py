@@ -1,5 +1,6 @@
 """The payload from a loaded/unloaded pair of recordings of the same trajectory
-(inertial_id.core.torque_payload.paired_difference): aligned in time by cross-correlation and
+(inertial_id.core.joint_torque.torque_payload.paired_difference): aligned in time by
+cross-correlation and
 subtracted sample by sample, so the link model's own error cancels; refitting only friction and
 offsets on the unloaded run leaves that error to become a phantom mass."""
 
@@ -10,21 +11,21 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from inertial_id.core.friction import FrictionModel
-from inertial_id.core.link_model import transform_parameters
+from inertial_id.core.joint_torque.friction import FrictionModel
+from inertial_id.core.joint_torque.link_model import transform_parameters
+from inertial_id.core.joint_torque.torque_payload import (
+    LinkTorqueModel,
+    TorquePayloadIdentifier,
+    identify_paired_payload,
+    paired_difference,
+    time_shift,
+)
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
     BUNDLED_SENSOR_FRAME,
     FourierTrajectory,
     bundled_urdf_path,
-)
-from inertial_id.core.torque_payload import (
-    LinkTorqueModel,
-    TorquePayloadIdentifier,
-    identify_paired_payload,
-    paired_difference,
-    time_shift,
 )
 
 STEP = 0.005  # s

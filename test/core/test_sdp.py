@@ -9,9 +9,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import physical_bodies
 
-from inertial_id.core.estimators import ConsistentEstimator
+from inertial_id.core.estimation.estimators import ConsistentEstimator
+from inertial_id.core.estimation.sdp import BASIS, compiled, solve_lmi_qp
 from inertial_id.core.parameters import BodyParameters, pseudo_inertia
-from inertial_id.core.sdp import BASIS, compiled, solve_lmi_qp
 
 MARGINS = (1e-8, 1e-4)
 
@@ -94,7 +94,7 @@ def test_the_estimator_uses_it_for_the_lmi_and_cvxpy_for_other_constraints() -> 
     estimator = ConsistentEstimator(dedicated=True)
     assert estimator._dedicated_applies()  # noqa: SLF001
     assert not ConsistentEstimator(dedicated=False)._dedicated_applies()  # noqa: SLF001
-    from inertial_id.core.estimators import Constraints
+    from inertial_id.core.estimation.estimators import Constraints
     from inertial_id.core.shape import Ellipsoid
 
     bounded = ConsistentEstimator(dedicated=True, constraints=Constraints(
@@ -108,7 +108,7 @@ def test_the_estimator_uses_it_for_the_lmi_and_cvxpy_for_other_constraints() -> 
 def test_the_small_factorisations_match_lapack(seed, grading):
     """Jacobi eigenvalues and one-sided Jacobi singular values against LAPACK, on matrices
     whose scales span up to 8 orders (as ``S`` and ``Z`` near the optimum)."""
-    from inertial_id.core.sdp import linalg
+    from inertial_id.core.estimation.sdp import linalg
 
     rng = np.random.default_rng(seed)
     scales = grading ** (np.arange(4) / 3.0)
@@ -188,8 +188,8 @@ def test_newton_on_the_face_ends_most_solves_one_batch_apart() -> None:
 PREPARATION_SCRIPT = """
 import time
 import numpy as np
-from inertial_id.core import sdp
-from inertial_id.core.estimators import ConsistentEstimator
+from inertial_id.core.estimation import sdp
+from inertial_id.core.estimation.estimators import ConsistentEstimator
 from inertial_id.core.statistics import SufficientStatistics
 
 lines = []

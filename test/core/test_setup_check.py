@@ -8,13 +8,13 @@ from functools import cache
 import numpy as np
 import pytest
 
-from inertial_id.core.gathering import GathererSettings, Gathering
+from inertial_id.core.estimation.online import OnlineConfig, OnlineEstimator
+from inertial_id.core.estimation.payload import PayloadConfig
+from inertial_id.core.estimation.setup_check import SetupCheck
+from inertial_id.core.gathering.gatherer import GathererSettings, Gathering
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.parameters import BodyParameters
-from inertial_id.core.payload import PayloadConfig
 from inertial_id.core.pipeline import PayloadPipeline
-from inertial_id.core.setup_check import SetupCheck
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
     BUNDLED_SENSOR_FRAME,

@@ -1,14 +1,15 @@
-"""The wrench stamps' delay estimated from the data (core/stamp_offset.py) and corrected by the
-gatherer before any sample is filtered."""
+"""The wrench stamps' delay estimated from the data (core/gathering/stamp_offset.py) and corrected
+by the gatherer before any sample is filtered."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from inertial_id.core.gathering import GathererSettings, Gathering
+from inertial_id.core.estimation.online import OnlineEstimator
+from inertial_id.core.gathering.gatherer import GathererSettings, Gathering
+from inertial_id.core.gathering.stamp_offset import MIN_SAMPLES, estimate_delay
 from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.online import OnlineEstimator
 from inertial_id.core.pipeline import PayloadPipeline
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
@@ -16,7 +17,6 @@ from inertial_id.core.simulation import (
     PayloadSimulation,
     bundled_urdf_path,
 )
-from inertial_id.core.stamp_offset import MIN_SAMPLES, estimate_delay
 
 URDF = bundled_urdf_path()
 

@@ -6,14 +6,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inertial_id.core.errors import InertialIdError, SampleError
-from inertial_id.core.signals import local_polynomial
-from inertial_id.core.synchronizer import (
+from inertial_id.core.gathering.synchronizer import (
     DEFAULT_MAX_JOINT_SPEED,
     SPIKE_FOLLOW,
     FixedLagSynchronizer,
     SyncedSamples,
 )
-from inertial_id.core.synchronizer.filters import median
+from inertial_id.core.gathering.synchronizer.filters import median
+from inertial_id.core.signals import local_polynomial
 
 T0_MS = 100_000  # stamps start at 100 s; stamps are integer milliseconds / 1000, so a joint
 # stamp and the wrench stamp of the same millisecond are the same float.

@@ -1,13 +1,17 @@
 """Contacts from joint torques when pushes fill a third of the recording: the contact-free
-covariance is trimmed at a lower quantile (inertial_id.core.anomaly.TRIM_CONFIDENCE) than the
-detection threshold, so the pushes do not teach the detector."""
+covariance is trimmed at a lower quantile (inertial_id.core.estimation.anomaly.TRIM_CONFIDENCE) than
+the detection threshold, so the pushes do not teach the detector."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from inertial_id.core.anomaly import TRIM_CONFIDENCE, contact_intervals, robust_mean_covariance
+from inertial_id.core.estimation.anomaly import (
+    TRIM_CONFIDENCE,
+    contact_intervals,
+    robust_mean_covariance,
+)
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.simulation import (
     BUNDLED_HOME,

@@ -1,5 +1,5 @@
-"""The payload from joint torques (inertial_id.core.torque_payload): the rows against pinocchio's
-RNEA with the payload merged into the last body, known payloads recovered from simulated
+"""The payload from joint torques (inertial_id.core.joint_torque.torque_payload): the rows against
+pinocchio's RNEA with the payload merged into the last body, known payloads recovered from simulated
 efforts with an honest std, friction re-fitted from an unloaded recording."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inertial_id.core.friction import FrictionModel
-from inertial_id.core.link_model import LinkModel, transform_parameters
+from inertial_id.core.joint_torque.friction import FrictionModel
+from inertial_id.core.joint_torque.link_model import LinkModel, transform_parameters
+from inertial_id.core.joint_torque.torque_payload import LinkTorqueModel, TorquePayloadIdentifier
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
@@ -20,7 +21,6 @@ from inertial_id.core.simulation import (
     FourierTrajectory,
     bundled_urdf_path,
 )
-from inertial_id.core.torque_payload import LinkTorqueModel, TorquePayloadIdentifier
 
 URDF = bundled_urdf_path()
 FRICTION = FrictionModel(coulomb="symmetric", smooth=True, velocity_threshold=0.03)
@@ -166,8 +166,8 @@ def test_the_simulator_efforts_are_the_arm_its_payload_contacts_and_friction(
 
 def test_the_stream_adds_each_state_once_as_the_batch_filter_would(
         links: LinkTorqueModel) -> None:
+    from inertial_id.core.joint_torque.torque_payload import TorquePayloadStream
     from inertial_id.core.signals import savitzky_golay
-    from inertial_id.core.torque_payload import TorquePayloadStream
 
     payload = _payload(1.3, [0.0, 0.01, 0.06], [0.1, 0.1, 0.1])
     q, _, _, effort = _recording(links, payload, 6.0, 7)
@@ -198,10 +198,13 @@ def _online_run(contacts: tuple, offset_from: float | None = None,
     ``step_every`` states; an optional constant torque offset on joint 2 from ``offset_from``
     s (a stiction level left after a push); contact detection off between the two stamps of
     ``switch_off``."""
+    from inertial_id.core.estimation.online import OnlineConfig
+    from inertial_id.core.joint_torque.torque_payload import (
+        TorquePayloadOnline,
+        TorquePayloadStream,
+    )
     from inertial_id.core.kinematics import SensorKinematics
-    from inertial_id.core.online import OnlineConfig
     from inertial_id.core.simulation import PayloadSimulation
-    from inertial_id.core.torque_payload import TorquePayloadOnline, TorquePayloadStream
 
     payload = _payload(0.9, [0.0, 0.02, 0.08], [0.1, 0.1, 0.1])
     sim = PayloadSimulation(SensorKinematics(URDF, BUNDLED_SENSOR_FRAME),
@@ -281,9 +284,12 @@ def test_switching_contact_detection_off_mid_contact_loses_nothing_after() -> No
 
 def test_the_external_wrench_is_in_newtons_whatever_the_effort_units() -> None:
     """A 30 N push read through drive gains: the wrench comes back in N."""
-    from inertial_id.core.online import OnlineConfig
+    from inertial_id.core.estimation.online import OnlineConfig
+    from inertial_id.core.joint_torque.torque_payload import (
+        TorquePayloadOnline,
+        TorquePayloadStream,
+    )
     from inertial_id.core.simulation import Contact
-    from inertial_id.core.torque_payload import TorquePayloadOnline, TorquePayloadStream
 
     gains = {"shoulder_lift_joint": 12.5, "elbow_joint": 8.0}
     links = LinkTorqueModel.from_urdf(URDF, drive_gains=gains)

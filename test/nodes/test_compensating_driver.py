@@ -29,7 +29,7 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from std_srvs.srv import Trigger
 
-from inertial_id.core.compensation import SETTLED
+from inertial_id.core.estimation.compensation import SETTLED
 from inertial_id.core.simulation import DEFAULT_OFFSET, bundled_urdf_path, default_payload
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes.compensation import history_qos

@@ -19,7 +19,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from inertial_id.core.link_model import LinkModel
+from inertial_id.core.joint_torque.link_model import LinkModel
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.simulation import BUNDLED_HOME, FourierTrajectory, bundled_urdf_path
 from inertial_id.msg import InertialParameters

@@ -18,16 +18,16 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from test_robustness import Harness, Recording
 
-from inertial_id.core.anomaly import T2Monitor
 from inertial_id.core.errors import InertialIdError
+from inertial_id.core.estimation.anomaly import T2Monitor
 from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.nodes.common import period_ns
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.simulator import Simulator
 from inertial_id.nodes.solver import Solver
-from inertial_id.param_table import JOINT_TORQUE_PARAMS, NODE_PARAMS, solver_params
-from inertial_id.settings import online_config
+from inertial_id.params.settings import online_config
+from inertial_id.params.table import JOINT_TORQUE_PARAMS, NODE_PARAMS, solver_params
 
 URDF = bundled_urdf_path()
 CLASSES = {"gatherer": Gatherer, "kinematics": Kinematics, "solver": Solver,

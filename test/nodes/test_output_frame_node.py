@@ -18,11 +18,11 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from visualization_msgs.msg import MarkerArray
 
-from inertial_id import calibration
 from inertial_id.core.errors import ModelError
-from inertial_id.core.estimators import Estimate
+from inertial_id.core.estimation.estimators import Estimate
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.simulation import bundled_urdf_path
+from inertial_id.io import calibration
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes.solver import Solver
 

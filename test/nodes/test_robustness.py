@@ -33,11 +33,11 @@ from recordings import FRAME, JOINT_RATE, START, URDF, WRENCH_RATE, Recording
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header, String
 
-from inertial_id.cdr import CdrEncoder
+from inertial_id.core.gathering.synchronizer import SyncedSamples
 from inertial_id.core.simulation import (
     default_payload,
 )
-from inertial_id.core.synchronizer import SyncedSamples
+from inertial_id.io.cdr import CdrEncoder
 from inertial_id.msg import InertialParameters, JointSamples, SensorSamples
 from inertial_id.nodes.common import (
     UpstreamLoss,

@@ -23,10 +23,10 @@ from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.solver import Solver
-from inertial_id.param_spec import SHARED_PARAMETERS, check_known
-from inertial_id.param_table import MODEL_PARAMS, NODE_PARAMS
-from inertial_id.replay import ReplayOptions, apply_overrides, build_pipeline, load_params
-from inertial_id.settings import gatherer_kinematics, online_config, shared_model
+from inertial_id.params.settings import gatherer_kinematics, online_config, shared_model
+from inertial_id.params.spec import SHARED_PARAMETERS, check_known
+from inertial_id.params.table import MODEL_PARAMS, NODE_PARAMS
+from inertial_id.tools.replay import ReplayOptions, apply_overrides, build_pipeline, load_params
 
 URDF = bundled_urdf_path()
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "inertial_id.yaml"

@@ -103,7 +103,7 @@ def test_only_batch_and_tune_load_their_engines_and_only_when_they_run() -> None
             assert path.name == BATCH_MODULES[module], f"{path} imports {module}"
         modules = {node.module for node in tree.body
                    if isinstance(node, ast.ImportFrom) and node.module}
-        assert "inertial_id.batch" not in modules, f"{path} loads the batch module at import"
+        assert "inertial_id.tools.batch" not in modules, f"{path} loads the batch module at import"
 
 
 def test_each_distribution_pins_its_own_ros_wheels() -> None:

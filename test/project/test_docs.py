@@ -36,12 +36,12 @@ def test_the_readme_links_resolve() -> None:
 def test_the_parameter_reference_is_the_table() -> None:
     """``docs/parameters.md`` is what the parameter table writes: a parameter added, removed
     or changed in the table without regenerating the page fails here."""
-    from inertial_id.param_table import reference_markdown
+    from inertial_id.params.table import reference_markdown
 
     page = (ROOT / "docs" / "parameters.md").read_text()
     assert page == reference_markdown(), (
         "docs/parameters.md differs from the parameter table: regenerate it with "
-        "`python -m inertial_id.param_table > docs/parameters.md`")
+        "`python -m inertial_id.params.table > docs/parameters.md`")
 
 
 def test_the_messages_page_holds_every_message_verbatim() -> None:

@@ -33,7 +33,7 @@ def imports() -> dict[str, set[str]]:
 
 
 def test_the_graph_sees_a_lazy_import() -> None:
-    assert "inertial_id.cli" in imports()["inertial_id.entry_points"]  # inside cli()
+    assert "inertial_id.tools.cli" in imports()["inertial_id.entry_points"]  # inside cli()
 
 
 def test_no_import_loop() -> None:
@@ -41,3 +41,26 @@ def test_no_import_loop() -> None:
         tuple(TopologicalSorter(imports()).static_order())
     except CycleError as exc:
         raise AssertionError(f"import loop: {' -> '.join(exc.args[1])}") from None
+
+
+LAYERS = ("core", "io", "params", "nodes", "tools", "entry_points")
+"""The package's layers, lowest first: a module imports only from its own layer or lower ones
+(``core``: the maths; ``io``: files; ``params``: the parameter table; ``nodes``: ROS;
+``tools``: the command line; ``entry_points``: the console scripts)."""
+
+
+def layer(module: str) -> int:
+    """The index in :data:`LAYERS` of a module of the package (``inertial_id.<layer>...``)."""
+    return LAYERS.index(module.split(".")[1])
+
+
+def test_every_module_is_in_a_layer() -> None:
+    unplaced = sorted(m for m in imports() if m != "inertial_id"
+                      and m.split(".")[1] not in LAYERS)
+    assert not unplaced, f"modules outside {LAYERS}: {unplaced}"
+
+
+def test_imports_never_go_up_a_layer() -> None:
+    up = sorted(f"{a} -> {b}" for a, deps in imports().items() if a != "inertial_id"
+                for b in deps if b != "inertial_id" and layer(b) > layer(a))
+    assert not up, "imports from a higher layer: " + "; ".join(up)

@@ -25,7 +25,6 @@ from scipy.spatial.transform import Rotation
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
-from inertial_id import calibration
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.shape import EquivalentBox
 from inertial_id.core.simulation import (
@@ -34,6 +33,7 @@ from inertial_id.core.simulation import (
     bundled_urdf_path,
     default_payload,
 )
+from inertial_id.io import calibration
 from inertial_id.msg import ContactAnomaly, InertialParameters
 from inertial_id.nodes.common import to_seconds, to_stamp
 from inertial_id.nodes.gatherer import Gatherer

@@ -27,7 +27,7 @@ from inertial_id.nodes.managed import managed_requested
 from inertial_id.nodes.runner import with_sensor_frame
 from inertial_id.nodes.simulator import Simulator
 from inertial_id.nodes.solver import Solver
-from inertial_id.param_spec import SHARED_PARAMETERS
+from inertial_id.params.spec import SHARED_PARAMETERS
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_CLASSES = {"gatherer": Gatherer, "kinematics": Kinematics, "solver": Solver,

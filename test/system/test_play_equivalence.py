@@ -16,8 +16,8 @@ from rclpy.node import Node
 
 from inertial_id.core.simulation import Contact
 from inertial_id.msg import ContactAnomaly, InertialParameters
-from inertial_id.replay import ReplayOptions, replay
-from inertial_id.synthetic import SimulateOptions, simulate_bag
+from inertial_id.tools.replay import ReplayOptions, replay
+from inertial_id.tools.synthetic import SimulateOptions, simulate_bag
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[2]

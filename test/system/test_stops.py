@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from bench import stop_soak
-from inertial_id import cli
 from inertial_id.nodes import stopping
+from inertial_id.tools import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -15,14 +15,27 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inertial_id.bags import (
+from inertial_id.core.errors import SampleError
+from inertial_id.core.gathering.filter_choice import MIN_SAMPLES
+from inertial_id.core.gathering.gatherer import (
+    STAMP_DROPS,
+    GathererSettings,
+    Gathering,
+    JointStateSample,
+    WrenchSample,
+    drop_key,
+)
+from inertial_id.core.gathering.synchronizer import SyncedSamples
+from inertial_id.core.kinematics import SensorKinematics
+from inertial_id.core.simulation import BUNDLED_SENSOR_FRAME, bundled_urdf_path
+from inertial_id.io.bags import (
     JOINT_STATE,
     TYPESTORE,
     WRENCH,
     joint_state_message,
     wrench_message,
 )
-from inertial_id.cdr import (
+from inertial_id.io.cdr import (
     SENSOR_FIELDS,
     CdrDecoder,
     CdrEncoder,
@@ -31,19 +44,6 @@ from inertial_id.cdr import (
     stamp_parts,
     unpack_noise,
 )
-from inertial_id.core.errors import SampleError
-from inertial_id.core.filter_choice import MIN_SAMPLES
-from inertial_id.core.gathering import (
-    STAMP_DROPS,
-    GathererSettings,
-    Gathering,
-    JointStateSample,
-    WrenchSample,
-    drop_key,
-)
-from inertial_id.core.kinematics import SensorKinematics
-from inertial_id.core.simulation import BUNDLED_SENSOR_FRAME, bundled_urdf_path
-from inertial_id.core.synchronizer import SyncedSamples
 
 NAMES = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12)
 FLOATS = st.floats(allow_nan=False, allow_infinity=False, width=64)

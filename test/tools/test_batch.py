@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from bench.batch_scaling import start_module, start_worker, stop_process
-from inertial_id.batch import (
+from inertial_id.core.errors import InertialIdError
+from inertial_id.tools.batch import (
     COLUMNS,
     BagTask,
     BatchOptions,
@@ -28,8 +29,7 @@ from inertial_id.batch import (
     run_batch,
     write_table,
 )
-from inertial_id.cli import main
-from inertial_id.core.errors import InertialIdError
+from inertial_id.tools.cli import main
 
 
 @pytest.fixture(scope="module")

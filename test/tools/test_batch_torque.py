@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from bench import _trends_data as td
-from inertial_id.bags import JOINT_STATE, joint_state_message, write_bag
-from inertial_id.batch import BatchOptions, read_table, run_batch
-from inertial_id.batch_torque import TorqueSettings
-from inertial_id.cli import main
 from inertial_id.core.simulation import bundled_urdf_path
+from inertial_id.io.bags import JOINT_STATE, joint_state_message, write_bag
+from inertial_id.tools.batch import BatchOptions, read_table, run_batch
+from inertial_id.tools.batch_torque import TorqueSettings
+from inertial_id.tools.cli import main
 
 SERIES = td.Series(recordings=2, warmup=0.0, load=0.0)  # 10 s and 20 s, no warm-up
 
@@ -32,7 +32,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, td.Iden
     td.write_bags(SERIES, "arm", identifier, root / "fleet")
     empty = {"phases": 1, "mass": 1e-6, "months": 0.0, "seed": 77}
     rec = td.record(identifier.arm, SERIES, empty)
-    from inertial_id.core.current_arm import write_current_bag
+    from inertial_id.tools.synthetic import write_current_bag
 
     write_current_bag(root / "unloaded", identifier.arm, rec, td.tool(1e-6))
     names = identifier.arm.joint_names

@@ -12,11 +12,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from strategies import physical_bodies, vectors
 
-from inertial_id import calibration
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimators import N_UNKNOWNS, Estimate
+from inertial_id.core.estimation.estimators import N_UNKNOWNS, Estimate
 from inertial_id.core.parameters import BodyParameters, symmetric_from_vector
-from inertial_id.settings import initial_payload, online_config
+from inertial_id.io import calibration
+from inertial_id.params.settings import initial_payload, online_config
 
 FAST = settings(max_examples=40, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inertial_id.bags import BagReader, mcap_chunks
-from inertial_id.cdr import CdrDecoder, CdrEncoder
-from inertial_id.core.gathering import JointStateSample, MessageBlock, WrenchSample
+from inertial_id.core.gathering.gatherer import JointStateSample, MessageBlock, WrenchSample
 from inertial_id.core.signals import fit_projections, hat_kernel_at, second_difference_weights
 from inertial_id.core.simulation import Contact
-from inertial_id.replay import (
+from inertial_id.io.bags import BagReader, mcap_chunks
+from inertial_id.io.cdr import CdrDecoder, CdrEncoder
+from inertial_id.tools.replay import (
     PROCESS_PERIOD,
     ReplayOptions,
     apply_overrides,
@@ -30,7 +30,7 @@ from inertial_id.replay import (
     load_params,
     resolve_urdf,
 )
-from inertial_id.synthetic import SimulateOptions, simulate_bag
+from inertial_id.tools.synthetic import SimulateOptions, simulate_bag
 
 NAMES = ("a", "b", "c")
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inertial_id.cdr import CdrDecoder, CdrEncoder
 from inertial_id.core.errors import DuplicateJointError, SampleError
+from inertial_id.core.gathering.synchronizer import SyncedSamples
 from inertial_id.core.kinematics import JointMapper
-from inertial_id.core.synchronizer import SyncedSamples
+from inertial_id.io.cdr import CdrDecoder, CdrEncoder
 from inertial_id.nodes.conversions import (
     UndecodableError,
     joint_samples_from_bytes,

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from inertial_id import __version__
-from inertial_id.arguments import given_bag
-from inertial_id.cli import build_parser
 from inertial_id.core.errors import InertialIdError
-from inertial_id.param_table import NODE_PARAMS
-from inertial_id.replay import load_params
-from inertial_id.settings import online_config
+from inertial_id.params.settings import online_config
+from inertial_id.params.table import NODE_PARAMS
+from inertial_id.tools.arguments import given_bag
+from inertial_id.tools.cli import build_parser
+from inertial_id.tools.replay import load_params
 
 BIN = Path(sys.executable).parent
 

@@ -15,13 +15,13 @@ import pinocchio as pin
 import pytest
 import yaml
 
-from inertial_id import calibration
-from inertial_id.cli import main
 from inertial_id.core.frames import express_in_frame, frame_placement
+from inertial_id.core.handoff import STANDARD_GRAVITY
 from inertial_id.core.kinematics import load_urdf_model
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.simulation import bundled_urdf_path
-from inertial_id.handoff import STANDARD_GRAVITY
+from inertial_id.io import calibration
+from inertial_id.tools.cli import main
 
 DURATION = 10.0  # s of simulated recording
 

@@ -1,9 +1,9 @@
-"""Offline replay of bags (inertial_id.replay) and its report (inertial_id.report).
+"""Offline replay of bags (inertial_id.tools.replay) and its report (inertial_id.tools.report).
 
-Synthetic bags (inertial_id.synthetic: the bundled arm, 1 kHz wrenches, 500 Hz joint states,
+Synthetic bags (inertial_id.tools.synthetic: the bundled arm, 1 kHz wrenches, 500 Hz joint states,
 known payload and offset in ``ground_truth.yaml``) are written once per module: 12 s in .mcap
 with one contact at 8.0 s, and 5 s in .db3 without events. Bags with something wrong are
-written by hand with :func:`inertial_id.bags.write_bag`; each must fail with an
+written by hand with :func:`inertial_id.io.bags.write_bag`; each must fail with an
 :class:`InertialIdError` (usually a :class:`BagError`) whose message names the problem, never
 with another exception.
 """
@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 import yaml
 
-from inertial_id import bags
-from inertial_id.bags import BagError
-from inertial_id.cli import main
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.simulation import Contact, bundled_urdf_path
-from inertial_id.replay import (
+from inertial_id.io import bags
+from inertial_id.io.bags import BagError
+from inertial_id.tools.cli import main
+from inertial_id.tools.replay import (
     ReplayOptions,
     ReplayResult,
     build_pipeline,
@@ -33,8 +33,8 @@ from inertial_id.replay import (
     summary_lines,
     write_yaml,
 )
-from inertial_id.report import write_report
-from inertial_id.synthetic import START_TIME, SimulateOptions, simulate_bag
+from inertial_id.tools.report import write_report
+from inertial_id.tools.synthetic import START_TIME, SimulateOptions, simulate_bag
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "inertial_id.yaml"
 DURATION = 12.0  # s of synthetic recording
@@ -442,7 +442,7 @@ def test_report_writes_plots_and_summary(replayed: dict[str, ReplayResult],
 def test_the_final_fit_explains_the_measured_wrench(replayed: dict[str, ReplayResult]) -> None:
     """The figure's prediction: the final estimate reproduces the raw wrench to the noise
     (outside the contact), i.e. it is drawn from the right samples and convention."""
-    from inertial_id.report.series import final_fit
+    from inertial_id.tools.report.series import final_fit
 
     t, measured, predicted = final_fit(replayed["db3"])
     assert t.size > 300 and np.all(np.diff(t) > 0)

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import yaml
 
-from inertial_id import cli
 from inertial_id.core.simulation import bundled_urdf_path
+from inertial_id.tools import cli
 
 URDF = bundled_urdf_path()
 UNLOADED = ["--mass", "1e-6", "--inertia", "1e-9 0 0 1e-9 0 1e-9"]
@@ -91,7 +91,7 @@ def test_identify_payload_without_a_link_model_or_urdf_says_so(
 
 def test_a_bag_without_efforts_is_refused_in_one_line(
         model: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from inertial_id.bags import JOINT_STATE, joint_state_message, write_bag
+    from inertial_id.io.bags import JOINT_STATE, joint_state_message, write_bag
 
     names = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
              "wrist_2_joint", "wrist_3_joint"]
@@ -136,8 +136,8 @@ def test_the_default_filter_window_spans_the_same_time_at_every_rate(rate: float
     """The joint-torque commands' Savitzky-Golay window defaults to 0.24 s, in samples at the
     recording's rate (31 samples at every rate left 1 kHz accelerations noise); the rows
     within half a window of either end are not valid."""
-    from inertial_id.core.link_model import LinkModel
-    from inertial_id.joint_records import JointTable, joint_data, window_samples
+    from inertial_id.core.joint_torque.link_model import LinkModel
+    from inertial_id.io.joint_records import JointTable, joint_data, window_samples
 
     t = np.arange(0.0, 4.0, 1.0 / rate)
     assert window_samples(t) == samples

@@ -14,8 +14,7 @@ import pytest
 from scipy.stats import kendalltau, theilslopes
 
 from bench import _trends_data as td
-from inertial_id.cli import main
-from inertial_id.core.trends import (
+from inertial_id.core.joint_torque.trends import (
     MONTH,
     TrendOptions,
     drift_tests,
@@ -24,6 +23,7 @@ from inertial_id.core.trends import (
     tools,
     trend_test,
 )
+from inertial_id.tools.cli import main
 
 DRIFT = 0.03  # of the first Coulomb level per month
 
@@ -84,7 +84,7 @@ def test_drift_flagged_on_its_joint_only_and_warm_up_never(series: dict) -> None
 
 def test_command_writes_the_report(series: dict, tmp_path: Path,
                                    capsys: pytest.CaptureFixture[str]) -> None:
-    from inertial_id.batch import write_table
+    from inertial_id.tools.batch import write_table
 
     table = tmp_path / "fleet.parquet"
     write_table(series["drifting"] + series["warm-up"], table)

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
-from inertial_id.cli import main
 from inertial_id.core.errors import InertialIdError
-from inertial_id.param_spec import check_known
-from inertial_id.param_table import NODE_PARAMS
-from inertial_id.replay import ReplayOptions, load_params, replay
-from inertial_id.tune import SEARCHED, TuneOptions, TuneResult, run_tune, with_values
-from inertial_id.tuning import (
+from inertial_id.params.spec import check_known
+from inertial_id.params.table import NODE_PARAMS
+from inertial_id.tools.cli import main
+from inertial_id.tools.replay import ReplayOptions, load_params, replay
+from inertial_id.tools.tune import SEARCHED, TuneOptions, TuneResult, run_tune, with_values
+from inertial_id.tools.tuning import (
     BagOutcome,
     Label,
     load_labels,
@@ -45,7 +45,7 @@ def bags(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     """A local Dask cluster of one worker process, as ``--workers 1`` makes."""
-    from inertial_id.batch import dask_client
+    from inertial_id.tools.batch import dask_client
 
     with dask_client(1, None, 1) as c:
         yield c

@@ -1,6 +1,6 @@
 """A stray wrench in another frame than the stream's is dropped and counted in the core.
 
-:class:`~inertial_id.core.gathering.Gathering` drops it (``wrench_other_frame``) on its
+:class:`~inertial_id.core.gathering.gatherer.Gathering` drops it (``wrench_other_frame``) on its
 per-message path (the gatherer node) and on its block path (replay), and replay's ledger
 counts it. No rclpy.
 """
@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from inertial_id import bags
-from inertial_id.core.gathering import (
+from inertial_id.core.gathering.gatherer import (
     OTHER_FRAME,
     FrameFollower,
     GathererSettings,
@@ -26,8 +25,9 @@ from inertial_id.core.gathering import (
     drop_key,
 )
 from inertial_id.core.simulation import BUNDLED_SENSOR_FRAME, bundled_urdf_path
-from inertial_id.replay import ReplayOptions, replay
-from inertial_id.synthetic import START_TIME
+from inertial_id.io import bags
+from inertial_id.tools.replay import ReplayOptions, replay
+from inertial_id.tools.synthetic import START_TIME
 
 JOINTS = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
           "wrist_2_joint", "wrist_3_joint")

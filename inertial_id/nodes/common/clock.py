@@ -11,7 +11,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.timer import Timer
 
-from inertial_id.cdr import stamp_parts
+from inertial_id.io.cdr import stamp_parts
 from inertial_id.nodes.common.parameters import INT64_MAX
 
 

@@ -11,7 +11,7 @@ from rclpy.node import Node
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.nodes.common.parameters import declare_all
-from inertial_id.param_spec import Param
+from inertial_id.params.spec import Param
 
 
 class PipelineNode(Node):

@@ -1,4 +1,4 @@
-"""Parameters of a node from its table (:mod:`inertial_id.param_table`): the descriptors it
+"""Parameters of a node from its table (:mod:`inertial_id.params.table`): the descriptors it
 declares them with, the values given at start-up and their coercion, validation with one-line
 messages, and runtime changes (:class:`LiveParameters`).
 """
@@ -21,7 +21,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.param_spec import Param, check_known, validate
+from inertial_id.params.spec import Param, check_known, validate
 
 _ARRAY_TYPES = {"string": Parameter.Type.STRING_ARRAY, "double": Parameter.Type.DOUBLE_ARRAY}
 _TYPE_WORDS = {Parameter.Type.BOOL: "true or false", Parameter.Type.INTEGER: "an integer",
@@ -193,7 +193,7 @@ def declare_param(node: Node, param: Param) -> Any:
 def declare(node: Node, name: str, default: Any, description: str,
             array_type: Parameter.Type | None = None) -> Any:
     """Declare a read-only parameter with a description and return its value (for tools'
-    own nodes; the pipeline's parameters are in :mod:`inertial_id.param_table`)."""
+    own nodes; the pipeline's parameters are in :mod:`inertial_id.params.table`)."""
     kinds = {v: k for k, v in _ARRAY_TYPES.items()}
     return declare_param(node, Param(name, default, description,
                                      kinds.get(array_type) if array_type else None))
@@ -208,7 +208,7 @@ def given_value(node: Node, name: str, default: Any) -> Any:
 
 def declare_all(node: Node, params: Sequence[Param], apply: ApplyFn | None = None,
                 known: Sequence[Param] = ()) -> dict[str, Any]:
-    """Declare every parameter of a node's table (:mod:`inertial_id.param_table`); their values,
+    """Declare every parameter of a node's table (:mod:`inertial_id.params.table`); their values,
     validated (:class:`InertialIdError` saying which is wrong; a name given at start-up that
     neither the table nor ``known`` lists is refused as replay refuses it,
     :func:`check_known`). A name only ``known`` lists (the solver's joint-torque parameters

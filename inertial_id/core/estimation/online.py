@@ -1,0 +1,491 @@
+"""Contact-gated online estimation: the object the solver node and offline replay both run.
+
+:class:`OnlineEstimator` takes sensor-frame samples (twist, proper acceleration, measured
+wrench) and
+
+1. predicts the wrench with the last good estimate and tests the residual with a
+   :class:`~inertial_id.core.estimation.anomaly.T2Monitor` (once the estimate has converged);
+2. holds samples for ``gate_margin`` seconds, so that the samples just before a detected
+   contact can still be dropped; samples within ``gate_margin`` of a contact never reach
+   the estimate;
+3. treats an anomaly lasting longer than ``payload_change_after`` seconds as a new payload
+   (grasp or release): the statistics restart and the new payload is identified;
+4. solves on request, keeping the last good estimate when a solve fails and while in contact.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import replace
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from inertial_id.core.errors import (
+    ImplausibleValueError,
+    InertialIdError,
+    SampleError,
+    SolverError,
+)
+from inertial_id.core.estimation.anomaly import ContactInterval, T2Monitor
+from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimation.online_types import (
+    OnlineConfig,
+    StepResult,
+    Verdicts,
+    other_sign,
+    verdicts,
+)
+from inertial_id.core.estimation.payload import PayloadIdentifier
+from inertial_id.core.estimation.payload_change import PRODUCTS, NewPayloadTest, add_rows
+from inertial_id.core.estimation.setup_check import MIN_SAMPLES as SETUP_MIN_SAMPLES
+from inertial_id.core.estimation.setup_check import SetupCheck, SetupProblem
+from inertial_id.core.gathering.synchronizer import MAX_ABS_VALUE, plausible
+from inertial_id.core.gathering.timepolicy import JUMP, OUT_OF_RANGE, StampPolicy
+from inertial_id.core.regressor import angular_products as products_of
+from inertial_id.core.regressor import predicted_wrench
+
+CHANGE_RECHECK = 0.5
+"""Seconds between two payload-change checks during a long anomaly."""
+GATED, FROZEN, RESET = "gated", "frozen", "reset"
+"""Ledger reasons: held out near a contact, arrived while frozen, held when reset."""
+DROP_KEYS = (GATED, FROZEN, RESET, JUMP, OUT_OF_RANGE)
+"""The ledger's drop reasons (:meth:`OnlineEstimator.ledger`)."""
+TARE_SAMPLES = 200
+"""Latest samples (at most this many batches of them) whose mean residual a tare removes."""
+MAX_FILTER_SPAN = 10.0
+"""s: a longer past span of the gatherer's filter (its windows are under a second) is no
+filter's."""
+CORRELATION_SHARE = 0.5
+"""The filtered residual's samples stay correlated for about this share of the filter's past
+span (a smooth kernel over W samples leaves about W / 2 correlated ones): the correlation
+time of the contact monitor's confirmation
+(:class:`~inertial_id.core.estimation.anomaly.T2Monitor`)."""
+SETUP_CHECK_EVERY = 250
+"""Samples between two set-up checks (:class:`SetupCheck`; a quarter second at 1 kHz)."""
+
+
+class OnlineEstimator:
+    """See the module docstring."""
+
+    def __init__(self, config: OnlineConfig | None = None) -> None:
+        self.config = config or OnlineConfig()
+        self.identifier = PayloadIdentifier(self.config.payload)
+        self.monitor = self._new_monitor()
+        self.estimate: Estimate | None = None
+        self.from_data = False  # the estimate comes from the data (not from start_from)
+        self.frozen = False
+        self.contacts: list[ContactInterval] = []
+        self.payload_changes: list[float] = []
+        # Blocks of (stamps (k,), rows (k, SAMPLE_COLUMNS)): see core.estimation.payload_change.
+        self._pending: deque[tuple[NDArray[np.float64], NDArray[np.float64]]] = deque()
+        self._exclude_until = -np.inf
+        self._latest = -np.inf
+        # Samples of the current anomaly: (stamps, rows [sample columns, raw wrench]).
+        self._anomaly: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
+        self._next_change_check = np.inf
+        self._recent_residuals: deque[NDArray[np.float64]] = deque(maxlen=TARE_SAMPLES)
+        self._change_test = NewPayloadTest()
+        self.counters: Counter[str] = Counter()
+        self.policy = StampPolicy(counters=self.counters)
+        payload = self.config.payload
+        self.setup = SetupCheck(self.identifier.sign, other_sign(payload.wrench_sign),
+                                payload.force_noise_std, payload.torque_noise_std)
+        self.setup_problems: list[SetupProblem] = []
+        self._setup_checked = (0, False)  # the set-up check's samples at its last run, and
+        # whether an estimate existed then
+        self._verdicts: tuple[tuple[Estimate | None, OnlineConfig], Verdicts] | None = None
+        self.received = self.used = 0
+        self.filter_span = 0.0
+        self.monitor_relearned = 0
+        """Times the contact monitor relearnt its covariance after a change of filter."""
+        """s before a sample's stamp that its filtered wrench averages over (the gatherer's
+        :attr:`~inertial_id.core.gathering.filter_choice.FilterChoice.past_span`): after a contact
+        ends, samples are kept out for this long on top of ``gate_margin``, so no contact force
+        reaches the estimate through the filter. Before a contact ``gate_margin`` alone must
+        cover the filter's delay (at most ``filter_delay``, 10 ms by default; a centred
+        filter's half window otherwise)."""
+
+    def reconfigure(self, config: OnlineConfig) -> None:
+        """New settings while running, keeping the data and what the monitor learned.
+
+        Thresholds, the monitor's settings (its threshold follows ``confidence``), the gate,
+        ``min_samples`` and the identifier's tunables (:meth:`PayloadIdentifier.reconfigure`)
+        apply from now on; new noise std restart the set-up check's statistics. Settings the
+        statistics depend on (``wrench_sign``, ``method``, ``window_samples``) raise
+        :class:`InertialIdError`, and so do invalid ones; then nothing changed.
+        """
+        fixed = [n for n in PayloadIdentifier.RESTART_FIELDS
+                 if getattr(config.payload, n) != getattr(self.config.payload, n)]
+        if fixed:
+            raise InertialIdError(f"{', '.join(fixed)} cannot change while running: restart")
+        c = config
+        self.monitor.reconfigure(c.confidence, c.training_samples, c.on_samples,
+                                 c.off_samples, c.release, c.training_time)
+        old = self.config.payload
+        self.identifier.reconfigure(c.payload)
+        if (c.payload.force_noise_std, c.payload.torque_noise_std) != (
+                old.force_noise_std, old.torque_noise_std):
+            self.setup.set_noise(c.payload.force_noise_std, c.payload.torque_noise_std)
+        if self.config.monitor and not c.monitor:
+            self.monitor.clear_contact()  # no monitor: nothing holds the estimate any more
+            self._anomaly, self._next_change_check = [], np.inf
+        self.config = config
+
+    def _new_monitor(self) -> T2Monitor:
+        c = self.config
+        return T2Monitor(confidence=c.confidence, training_samples=c.training_samples,
+                         training_time=c.training_time, on_samples=c.on_samples,
+                         off_samples=c.off_samples, release=c.release)
+
+    @property
+    def verdicts(self) -> Verdicts:
+        """Per group: converged (:func:`verdicts`); computed once per estimate and
+        configuration (it is asked for every batch until the monitor has trained)."""
+        key = (self.estimate, self.config)
+        cached = self._verdicts
+        if cached is None or cached[0][0] is not key[0] or cached[0][1] is not key[1]:
+            cached = self._verdicts = (key, verdicts(self.estimate, self.config))
+        return cached[1]
+
+    @property
+    def converged(self) -> bool:
+        """Mass and CoM have converged (:attr:`Verdicts.payload`) and no set-up mistake
+        stands (:attr:`setup_problems`)."""
+        return self.verdicts.payload and not self.setup_problems
+
+    @property
+    def setup_error(self) -> str:
+        """The set-up mistakes the data show, one line ("" when none)."""
+        return "; ".join(p.message for p in self.setup_problems)
+
+    @property
+    def in_contact(self) -> bool:
+        """Whether the monitor currently flags a contact."""
+        return self.monitor.in_contact
+
+    def predict(self, twist: ArrayLike, proper_acceleration: ArrayLike,
+                products: ArrayLike | None = None) -> NDArray[np.float64]:
+        """Wrench the sensor should read with the current estimate, (N, 6) (``products``:
+        the angular-velocity products, :func:`~inertial_id.core.regressor.regressor`)."""
+        if self.estimate is None:
+            raise InertialIdError("no estimate yet")
+        return predicted_wrench(self.estimate.pi, twist, proper_acceleration,
+                                self.estimate.offset, self.identifier.sign, products)
+
+    def add(self, times: ArrayLike, twist: ArrayLike, proper_acceleration: ArrayLike,
+            wrench: ArrayLike, wrench_raw: ArrayLike | None = None,
+            acceleration_noise: ArrayLike | None = None,
+            filter_span: float | None = None,
+            angular_products: ArrayLike | None = None) -> StepResult:
+        """Process a batch of N samples, oldest first: (N,) stamps, (N, 6) arrays, and
+        optionally the (N, 6, 6) covariances of the acceleration's noise
+        (:meth:`PayloadIdentifier.add`), the filter's past span (s, :attr:`filter_span`;
+        None keeps the last one) and the (N, 6) smoothed angular-velocity products (matched
+        filtering; None: the twist's own). A batch with a NaN or inf raises
+        :class:`SampleError`, one with a finite value beyond
+        :data:`~inertial_id.core.gathering.synchronizer.MAX_ABS_VALUE`
+        :class:`ImplausibleValueError` (nothing of it is kept).
+
+        ``wrench`` (filtered like the kinematics) enters the estimate; the contact monitor
+        tests ``wrench_raw`` (unfiltered, white noise; defaults to ``wrench``), and with a
+        filter span, a contact also needs the filtered residual's confirmation
+        (:mod:`inertial_id.core.estimation.anomaly`). Stamps pass the
+        :class:`~inertial_id.core.gathering.timepolicy.StampPolicy` first: samples it rejects are
+        dropped and counted, and when the stream follows a jump (a bag played again) the
+        held samples enter the estimate and the contact state restarts. The result covers
+        the samples used, in order.
+        """
+        if filter_span is not None and not 0.0 <= filter_span <= MAX_FILTER_SPAN:
+            raise SampleError(f"filter span must be 0 .. {MAX_FILTER_SPAN} s, got "
+                              f"{filter_span}")
+        t = np.asarray(times, dtype=float)
+        v = np.atleast_2d(np.asarray(twist, dtype=float))
+        a = np.atleast_2d(np.asarray(proper_acceleration, dtype=float))
+        w = np.atleast_2d(np.asarray(wrench, dtype=float))
+        raw = w if wrench_raw is None else np.atleast_2d(np.asarray(wrench_raw, dtype=float))
+        noise = (np.zeros((t.size, 6, 6)) if acceleration_noise is None
+                 else np.asarray(acceleration_noise, dtype=float))
+        if not (v.shape == a.shape == w.shape == raw.shape == (t.size, 6)
+                and noise.shape == (t.size, 6, 6)):
+            raise SampleError(f"batch shapes {t.shape} {v.shape} {a.shape} {w.shape} "
+                              f"{raw.shape} {noise.shape} differ")
+        noise = noise.reshape(t.size, 36)
+        products = (None if angular_products is None
+                    else np.atleast_2d(np.asarray(angular_products, dtype=float)))
+        if products is not None and products.shape != v.shape:
+            raise SampleError(f"angular-velocity products {products.shape} differ from the "
+                              f"twists' {v.shape}")
+        given = [x for x in (v, a, w, raw, noise, products) if x is not None]
+        if not all(np.isfinite(x).all() for x in given):
+            raise SampleError("batch contains NaN or inf")
+        if not all(plausible(x) for x in given):
+            # Finite but no measurement (1e200): squared in the statistics they overflow,
+            # and a conic solver given them may panic. Refused here, before anything holds them.
+            raise ImplausibleValueError(f"batch contains values beyond {MAX_ABS_VALUE:g}")
+        if filter_span is not None:  # the batch is accepted: its filter's span holds
+            if self.filter_span > 0.0 and filter_span != self.filter_span:
+                self._relearn_monitor()  # the gatherer changed its filter
+            self.filter_span = float(filter_span)
+        if products is None:  # the twists' own: computed once they are known plausible
+            products = products_of(v[:, 3:])
+        self.received += t.size
+        keep, jump_at = self.policy.filter(t)
+        rows = np.hstack((v, a, w, noise, products))
+        confirm = wrench_raw is not None and self.filter_span > 0.0
+        if jump_at < 0:
+            return self._step(*(x[keep] for x in (t, rows, raw)), confirm)
+        before, after = np.arange(t.size) < jump_at, np.arange(t.size) >= jump_at
+        first = self._step(*(x[keep & before] for x in (t, rows, raw)), confirm)
+        self._follow_jump()
+        second = self._step(*(x[keep & after] for x in (t, rows, raw)), confirm)
+        return StepResult(
+            np.concatenate((first.times, second.times)),
+            np.concatenate((first.residual, second.residual)),
+            np.concatenate((first.t2, second.t2)),
+            np.concatenate((first.contact, second.contact)),
+            second.threshold, [*first.events, *second.events, "stamp_jump"])
+
+    def _relearn_monitor(self) -> None:
+        """Another filter: the residuals' covariance changes with it, so the contact monitor
+        learns it anew (an open contact ends unlogged; the estimate stays, matched filtering
+        keeping its statistics valid)."""
+        self.monitor = self._new_monitor()
+        self._anomaly, self._next_change_check = [], np.inf
+        self.monitor_relearned += 1
+
+    def _follow_jump(self) -> None:
+        """The stamps moved to another time base: what is held enters the estimate, and the
+        contact state and exclusions (in old stamps) are forgotten."""
+        self.monitor.clear_contact()
+        self._anomaly, self._next_change_check = [], np.inf
+        self._latest = np.inf
+        self._release()
+        self._latest = self._exclude_until = -np.inf
+
+    def _step(self, t: NDArray[np.float64], rows: NDArray[np.float64],
+              raw: NDArray[np.float64], confirm: bool = False) -> StepResult:
+        """:meth:`add` for samples whose stamps the policy accepted (``rows``: see
+        :func:`_add_rows`; ``confirm``: contacts need the filtered residual's
+        confirmation)."""
+        events: list[str] = []
+        v, a, w = rows[:, :6], rows[:, 6:12], rows[:, 12:18]
+        if t.size == 0:
+            return StepResult(t, w, np.zeros(0), np.zeros(0, dtype=bool),
+                              self.monitor.threshold, events)
+        residual = np.zeros_like(w)
+        t2 = np.zeros(t.size)
+        contact = np.zeros(t.size, dtype=bool)
+        if self.estimate is not None:
+            prediction = self.predict(v, a, rows[:, PRODUCTS])
+            residual = raw - prediction
+            if self.config.monitor and (self.monitor.ready or self.converged and self.from_data):
+                filtered = w - prediction if confirm else None
+                t2, contact = self._monitor(t, residual, filtered, events)
+        if self.estimate is not None:
+            self._recent_residuals.append(residual)
+        keep = ~contact & (t > self._exclude_until)
+        start = self.monitor.contact_start
+        if start is not None:
+            cut = start - self.config.gate_margin
+            keep &= t < cut
+            self._drop_pending_from(cut)
+            self._anomaly.append((t[~keep], np.hstack((rows, raw))[~keep]))
+            if t.size and t[-1] >= self._next_change_check:
+                self._check_payload_change(t[-1], events)
+        self.counters[GATED] += int(t.size - np.count_nonzero(keep))
+        if self.estimate is not None:
+            self.setup.add_residual(t[keep], w[keep] - prediction[keep], w[keep])
+        if np.any(keep):
+            self._pending.append((t[keep], rows[keep]))
+        if t.size:
+            self._latest = max(self._latest, float(t[-1]))
+        self._release()
+        return StepResult(t, residual, t2, contact, self.monitor.threshold, events)
+
+    def _monitor(self, t: NDArray[np.float64], residual: NDArray[np.float64],
+                 filtered: NDArray[np.float64] | None, events: list[str]
+                 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        was_ready, was_in_contact = self.monitor.ready, self.monitor.in_contact
+        n_intervals = len(self.monitor.intervals)
+        result = self.monitor.update(t, residual, filtered,
+                                     CORRELATION_SHARE * self.filter_span)
+        if self.monitor.ready and not was_ready:
+            events.append("monitor_trained")
+        if self.monitor.in_contact and not was_in_contact:
+            events.append("contact_start")
+            self._anomaly = []
+            start = self.monitor.contact_start or t[-1]
+            after = self.config.payload_change_after
+            self._next_change_check = start + after if after > 0 else np.inf
+        if len(self.monitor.intervals) > n_intervals:
+            events.append("contact_end")
+            self.contacts.extend(self.monitor.intervals[n_intervals:])
+            self._exclude_until = (self.monitor.intervals[-1].end + self.config.gate_margin
+                                   + self.filter_span)
+            self._anomaly, self._next_change_check = [], np.inf
+        return result.t2, result.contact
+
+    def _drop_pending_from(self, cut: float) -> None:
+        """Forget held samples stamped at or after ``cut``."""
+        while self._pending and self._pending[-1][0][-1] >= cut:
+            stamps, rows = self._pending.pop()
+            earlier = stamps < cut
+            self.counters[GATED] += int(stamps.size - np.count_nonzero(earlier))
+            if earlier.any():
+                self._pending.append((stamps[earlier], rows[earlier]))
+                break
+
+    def _release(self) -> None:
+        """Move samples older than the gate margin into the statistics."""
+        horizon = self._latest - self.config.gate_margin
+        candidate = self.monitor.candidate_start
+        if candidate is not None:  # a possible contact: hold what is within the margin of it
+            horizon = min(horizon, np.nextafter(candidate - self.config.gate_margin, -np.inf))
+        released = []
+        while self._pending and self._pending[0][0][0] <= horizon:
+            stamps, rows = self._pending.popleft()
+            split = int(np.searchsorted(stamps, horizon, side="right"))
+            released.append(rows[:split])
+            if split < stamps.size:
+                self._pending.appendleft((stamps[split:], rows[split:]))
+                break
+        if not released:
+            return
+        data = np.concatenate(released)
+        if self.frozen:
+            self.counters[FROZEN] += data.shape[0]
+        else:
+            add_rows(self.identifier, data)
+            self.setup.add(data[:, :6], data[:, 6:12], data[:, 12:18])
+            self.used += data.shape[0]
+
+    def _check_payload_change(self, now: float, events: list[str]) -> None:
+        """Is the sustained anomaly a new payload? Fit one to the anomaly's samples.
+
+        A candidate payload (offset kept) is fitted to the samples since the anomaly began;
+        if it explains them (under ``CHANGE_OUTLIERS`` of their raw residuals above the T^2
+        threshold) the robot holds something new: the statistics restart from those samples.
+        Otherwise it is a long contact, checked again ``CHANGE_RECHECK`` seconds later.
+        """
+        self._next_change_check = now + CHANGE_RECHECK
+        if self.estimate is None or not self._anomaly:
+            return
+        stamps = np.concatenate([block[0] for block in self._anomaly])
+        rows = np.concatenate([block[1] for block in self._anomaly])
+        if stamps.size < self.config.min_samples // 5:
+            return
+        if not self._change_test.explains(rows, self.estimate.offset, self.identifier.sign,
+                                          self.monitor, self.config.payload):
+            return
+        self.payload_changes.append(float(stamps[0]))
+        events.append("payload_change")
+        self.identifier.reset()
+        add_rows(self.identifier, rows)
+        self.setup.reset()
+        self.setup.add(rows[:, :6], rows[:, 6:12], rows[:, 12:18])
+        self.counters[GATED] -= stamps.size  # they were held out as a contact: now used
+        self.used += stamps.size
+        self.monitor = self._new_monitor()
+        self.estimate, self.from_data = None, False
+        self._anomaly, self._next_change_check = [], np.inf
+        self._exclude_until = -np.inf
+
+    def solve(self) -> Estimate | None:
+        """Re-estimate (unless in contact, frozen or short of data); keeps the last good one.
+
+        Raises :class:`SolverError` when the solve fails; the last estimate stays.
+        """
+        # First, and whatever follows: a set-up mistake can make the solve fail (torques in
+        # N mm: infeasible) or the monitor see a contact everywhere.
+        self._check_setup()
+        if self.frozen or self.in_contact:
+            return self.estimate
+        if self.identifier.statistics.samples < self.config.min_samples:
+            return self.estimate
+        estimate = self.identifier.estimate()
+        if not estimate.physically_consistent and self.config.payload.method == "lmi_sdp":
+            raise SolverError("estimate is not physically consistent")
+        if not np.isfinite(estimate.offset_std).all():
+            # Right after a tare the data say nothing of the new offset yet: the solve's
+            # offset would be a placeholder, not an estimate. Keep the tared one.
+            return self.estimate
+        self.estimate, self.from_data = estimate, True
+        return estimate
+
+    def _check_setup(self) -> None:
+        """:attr:`setup_problems` from :class:`SetupCheck` once :data:`SETUP_CHECK_EVERY`
+        more samples came since the last check, as soon as it has its minimum of samples, when
+        its statistics restarted (a tare, a new noise std) and when an estimate appeared or
+        went: the set-up does not change from one batch to the next, and a solve at every
+        batch must stay cheap."""
+        last, had_estimate = self._setup_checked
+        samples = self.setup.samples
+        # Below its minimum the check says nothing: the next is due when it can.
+        due = last + SETUP_CHECK_EVERY if last >= SETUP_MIN_SAMPLES else SETUP_MIN_SAMPLES
+        if (samples >= due or samples < last  # fewer: its statistics restarted (tare, noise)
+                or (self.estimate is not None) != had_estimate):
+            self.setup_problems = self.setup.check(self.estimate)
+            self._setup_checked = (samples, self.estimate is not None)
+
+    def start_from(self, estimate: Estimate) -> None:
+        """Take ``estimate`` (a saved calibration) as the current one until the data give
+        their own: it is what :attr:`estimate` returns and what residuals are measured
+        against, but the contact monitor trains only on an estimate from the data (a saved
+        payload that is no longer the one mounted must not become the monitor's normal).
+        Use it as the solver's prior too (:attr:`PayloadConfig.prior`) to keep what it knows
+        of the directions the motion does not excite."""
+        if not estimate.physically_consistent:
+            raise InertialIdError("a starting estimate must be physically consistent")
+        self.estimate, self.from_data = estimate, False
+
+    def reset(self) -> None:
+        """Forget the data, the estimate and the learned residual covariance (the ledger's
+        counts go on: held samples count as ``reset``)."""
+        self.identifier.reset()
+        self.setup.reset()
+        self.setup_problems = []
+        self._setup_checked = (0, False)
+        self.monitor = self._new_monitor()
+        self.estimate, self.from_data = None, False
+        self.counters[RESET] += sum(stamps.size for stamps, _ in self._pending)
+        self._pending.clear()
+        self._exclude_until = -np.inf
+        self._anomaly, self._next_change_check = [], np.inf
+        self._recent_residuals.clear()
+
+    @property
+    def held(self) -> int:
+        """Samples held back for the contact gate (not yet used or dropped)."""
+        return int(sum(stamps.size for stamps, _ in self._pending))
+
+    def ledger(self) -> dict[str, int]:
+        """Where every sample given to :meth:`add` went: ``received`` = ``used`` (entered the
+        estimate's statistics) + ``held`` + the drops by reason (``dropped_<reason>``:
+        the time policy's, ``gated`` near a contact, ``frozen``, ``reset``)."""
+        out = {"received": self.received, "used": self.used, "held": self.held}
+        out.update({f"dropped_{key}": int(count) for key, count in self.counters.items()
+                    if key in DROP_KEYS})
+        return out
+
+    def tare(self) -> Estimate:
+        """Re-estimate the F/T offset with the payload known, keeping what the data say of it.
+
+        Call it when nothing touches the payload. The new offset is the current one plus the
+        mean residual of the latest ``TARE_SAMPLES`` samples (their residuals only carry the
+        bias change then). The statistics keep their information on ``pi`` with the old offset
+        eliminated (Schur complement), so only the offset is learned anew; an anomaly the
+        bias change raised is cleared without being logged as a contact.
+        """
+        if self.estimate is None or not self._recent_residuals:
+            raise InertialIdError("tare needs an estimate of the payload and recent samples")
+        recent = np.concatenate(self._recent_residuals)[-TARE_SAMPLES:]
+        offset = self.estimate.offset + recent.mean(axis=0)
+        self.identifier.forget_offset()
+        self.setup.reset()  # its statistics assume one offset throughout
+        self._recent_residuals.clear()
+        self.monitor.clear_contact()
+        self._anomaly, self._next_change_check = [], np.inf
+        self._exclude_until = self._latest + self.config.gate_margin
+        self.estimate = replace(self.estimate, offset=offset)
+        return self.estimate

@@ -1,0 +1,164 @@
+"""The filters of one batch of wrench samples, on the data under their windows
+(:class:`Windows`): the plain Savitzky-Golay filter (:func:`polynomial_samples`) and the
+matched one (:func:`matched_samples`), both described in
+:mod:`inertial_id.core.gathering.synchronizer`;
+how many wrench samples a window takes so that both streams' windows span the same time
+(:func:`wrench_span`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from numpy.typing import NDArray
+
+from inertial_id.core.gathering.features import decode_features
+from inertial_id.core.gathering.synchronizer.samples import SyncedSamples
+from inertial_id.core.signals import (
+    PolynomialFits,
+    fit_polynomials,
+    fit_projections,
+    hat_kernel_at,
+    local_polynomial,
+    second_difference_weights,
+)
+
+
+def median(values: NDArray[np.float64]) -> float:
+    """``numpy.median`` of a non-empty 1-D array, without its per-call overhead."""
+    ordered = np.sort(values)
+    middle = ordered.size // 2
+    if ordered.size % 2:
+        return float(ordered[middle])
+    return float(ordered[middle - 1] + ordered[middle]) / 2.0
+
+
+class Span(NamedTuple):
+    """A filter window around a sample: how many samples before it and after it."""
+
+    before: int
+    after: int
+
+    def offsets(self) -> NDArray[np.intp]:
+        """Index offsets of the window's samples from the sample's."""
+        return np.arange(-self.before, self.after + 1)
+
+
+def wrench_span(joint_t: NDArray[np.float64], wrench_t: NDArray[np.float64], window: int,
+                order: int, lag: int, matched: bool) -> Span:
+    """Wrench samples before and after a stamp so both windows span the same time
+    (``matched`` filtering: at least the joint window of any stamp between two joint
+    samples, so that the kernel is whole); ``window``, ``order``, ``lag`` the joints'
+    filter's."""
+    joint_period = median(np.diff(joint_t))
+    wrench_period = median(np.diff(wrench_t)) if wrench_t.size > 1 else 0.0
+    if wrench_period <= 0.0:
+        return Span(order, min(order, lag))
+    ratio = joint_period / wrench_period
+    after = int(round(lag * ratio))
+    before = max(int(round((window - 1 - lag) * ratio)), order - after)
+    if matched:
+        before = int(np.ceil((window - lag) * ratio)) + 1
+    return Span(before, after)
+
+
+def row_windows(rows: NDArray[Any], starts: NDArray[np.intp], width: int) -> NDArray[Any]:
+    """(S, ..., width): the ``width`` consecutive rows of ``rows`` (R, ...) from each of
+    ``starts`` (S,), the row index last; a view, not a copy, when the starts follow each
+    other (consecutive samples, the usual batch)."""
+    view = sliding_window_view(rows, width, axis=0)
+    if starts.size and starts[-1] - starts[0] == starts.size - 1:
+        return view[starts[0] : starts[-1] + 1]
+    return view[starts]
+
+
+class Windows(NamedTuple):
+    """The data under the windows of N wrench samples whose joint windows are M distinct
+    ones of W joint samples each (consecutive wrenches share them: each is fitted once)."""
+
+    at: NDArray[np.float64]
+    """(N,) the wrench samples' stamps, s."""
+    which: NDArray[np.intp]
+    """(N,) each sample's joint window, 0 .. M - 1."""
+    joint_t: NDArray[np.float64]
+    """(M, W) joint stamps, s."""
+    position: NDArray[np.float64]
+    """(M, W, n) joint positions."""
+    velocity: NDArray[np.float64] | None
+    """(M, W, n) measured joint velocities, or None when they are not used."""
+    wrench_t: NDArray[np.float64]
+    """(N, K) wrench stamps, s."""
+    wrench: NDArray[np.float64]
+    """(N, 6, K) wrenches, component by component (a view of the buffer where the windows
+    follow each other: :func:`row_windows`)."""
+    raw: NDArray[np.float64]
+    """(N, 6) the samples' own wrenches."""
+    knot: NDArray[np.intp]
+    """(N, K) for each wrench stamp, the index in the sample's joint window of the last joint
+    stamp at or before it (-1 before the window, W - 1 or more after it)."""
+
+
+def polynomial_samples(w: Windows, order: int) -> SyncedSamples:
+    """The plain filter: joints and wrench each by a polynomial of ``order`` over their
+    windows, evaluated at the samples' stamps."""
+    q_fit = fit_polynomials(w.joint_t, w.position, order)
+    if w.velocity is not None:
+        (position,) = q_fit.evaluate(w.at, (0,), w.which)
+        v_fit = fit_polynomials(w.joint_t, w.velocity, order)
+        velocity, acceleration = v_fit.evaluate(w.at, (0, 1), w.which)
+    else:
+        position, velocity, acceleration = q_fit.evaluate(w.at, (0, 1, 2), w.which)
+    (wrench,) = local_polynomial(w.wrench_t, w.wrench.transpose(0, 2, 1), w.at, order)
+    return SyncedSamples(w.at, position, velocity, acceleration, wrench, w.raw)
+
+
+def matched_samples(
+    w: Windows,
+    features: NDArray[np.float64],
+    order: int,
+    noise_at: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+) -> SyncedSamples:
+    """Matched filtering: joints as the plain filter, the wrench and the sensor-frame
+    kinematics (``features`` (M, W-2, F), encoded, at the windows' inner joint samples)
+    smoothed by the kernel of the joints' acceleration. With ``noise_at`` (the sensor
+    Jacobians (N, 6, n) and the position noise variances (N, n) at each sample's joint window)
+    also the noise that position noise leaves in the smoothed acceleration."""
+    at, which = w.at, w.which
+    projection, centre, scale = fit_projections(w.joint_t, order)  # (M, p+1, W)
+    fits = PolynomialFits(projection @ w.position, centre, scale)
+    position, velocity, acceleration = fits.evaluate(at, (0, 1, 2), which)
+    if w.velocity is not None:
+        v_fits = PolynomialFits(projection @ w.velocity, centre, scale)
+        velocity, acceleration = v_fits.evaluate(at, (0, 1), which)
+    # The acceleration at scaled time s is sum_m m (m-1) s^(m-2) / scale^2 (P_m q),
+    # m = 2 .. p; each P_m annihilates lines, so it has second-difference weights.
+    gammas = second_difference_weights(w.joint_t, projection[:, 2:, :])  # (M, p-1, W-2)
+    smoothed = gammas @ features  # (M, p-1, F)
+    s = (at - centre[which]) / scale[which]
+    powers = np.arange(2, order + 1)
+    basis = (powers * (powers - 1) * s[:, None] ** (powers - 2)
+             / scale[which, None] ** 2)  # (N, p-1)
+    filtered = np.einsum("nm,nmf->nf", basis, smoothed[which])
+    gamma = np.einsum("nm,nmk->nk", basis, gammas[which])  # (N, W-2)
+    tau = w.wrench_t
+    kernel = hat_kernel_at(w.joint_t[which], gamma, tau, w.knot)
+    spacing = np.empty(tau.shape)
+    spacing[:, 1:-1] = 0.5 * (tau[:, 2:] - tau[:, :-2])
+    spacing[:, 0] = 0.5 * (tau[:, 1] - tau[:, 0])
+    spacing[:, -1] = 0.5 * (tau[:, -1] - tau[:, -2])
+    weights = kernel * spacing
+    weights /= weights.sum(axis=1, keepdims=True)
+    wrench = np.einsum("nk,njk->nj", weights, w.wrench)
+    twist, proper, products = decode_features(filtered)
+    noise = None
+    if noise_at is not None:
+        # The sensor-frame noise J diag(|h|^2 sigma_q^2) J^T at each sample: h = basis .
+        # P[2:] the second derivative's weights on the positions.
+        jacobian, sigma2 = noise_at  # (N, 6, n), (N, n)
+        h = np.einsum("nm,nmw->nw", basis, projection[which, 2:, :])
+        variance = np.einsum("nw,nw->n", h, h)[:, None] * sigma2
+        noise = np.einsum("nik,nk,njk->nij", jacobian, variance, jacobian)
+    return SyncedSamples(at, position, velocity, acceleration, wrench, w.raw, twist, proper,
+                         noise, products)

@@ -1,0 +1,504 @@
+"""Offline replay of a bag through the same core objects as the nodes.
+
+``inertial-id replay BAG`` reads joint states and wrenches with :mod:`inertial_id.io.bags`,
+builds the gatherer, kinematics and solver objects from the nodes' parameter file (the
+tables of :mod:`inertial_id.params.table`, read by :mod:`inertial_id.params.settings`) and runs them
+as a :class:`~inertial_id.core.pipeline.PayloadPipeline`, solving every ``1 / publish_rate``
+seconds of bag time like the solver node under simulated time, but at most
+:data:`SOLVE_RATE_CAP` times per bag second (the node solves after every batch; the final
+estimate, solved from all the data, does not depend on it). The result is written as the YAML
+contract of DESIGN.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from numpy.typing import NDArray
+from tqdm import tqdm
+
+from inertial_id.core.errors import InertialIdError
+from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.frames import OutputFrame
+from inertial_id.core.gathering.gatherer import (
+    Gathering,
+    JointStateSample,
+    MessageBlock,
+    WrenchSample,
+)
+from inertial_id.core.gathering.timepolicy import JUMP, OUT_OF_RANGE
+from inertial_id.core.parameters import vector_from_symmetric
+from inertial_id.core.pipeline import PayloadPipeline
+from inertial_id.io.bags import BagError, BagReader
+from inertial_id.io.calibration import estimate_document
+from inertial_id.params.settings import (
+    MODEL_NODES,
+    gatherer_settings,
+    initial_payload,
+    kinematics_settings,
+    online_estimator,
+    shared_model,
+)
+
+PROCESS_PERIOD = 0.1
+"""Seconds of bag time between two passes of the pipeline (the gatherer's batches)."""
+class StoppedError(InertialIdError):
+    """The replay was stopped (Ctrl-C) before it had anything to write."""
+
+
+MAX_DROPPED_SHARE = 0.01
+"""Default share of messages dropped for their stamps or values above which replay fails."""
+PIPELINE_NODES = ("gatherer", "kinematics", "solver")
+MAX_BLOCK = 5000
+"""Messages at most between two passes of the pipeline, whatever the stamps say."""
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """What to replay and how; ``None`` leaves the parameter file's (or default) value."""
+
+    bag: Path
+    params: Path | None = None
+    urdf: str | None = None
+    sensor_frame: str | None = None
+    output_frame: str | None = None
+    """URDF frame the output YAML gives the estimate in (the solver's ``output_frame``)."""
+    joint_states_topic: str | None = None
+    wrench_topic: str | None = None
+    wrench_sign: str | None = None
+    progress: bool = True
+    max_dropped: float = MAX_DROPPED_SHARE
+    stop: Callable[[], bool] | None = None
+    """Checked between messages: when it returns True the replay ends where it is and the
+    result is ``partial`` (the CLI's Ctrl-C)."""
+
+
+@dataclass
+class ReplayResult:
+    """The final estimate, contacts (s since the first message) and what was processed."""
+
+    estimate: Estimate | None
+    frame: str
+    start_time: float
+    contacts: list[tuple[float, float]]
+    payload_changes: list[float]
+    samples_used: int
+    samples_processed: int
+    pipeline: PayloadPipeline
+    dropped: dict[str, int] = field(default_factory=dict)
+    ledger: dict[str, Any] = field(default_factory=dict)
+    setup_errors: list[str] = field(default_factory=list)
+    partial: bool = False
+    """Stopped before the end of the bag (Ctrl-C): the estimate of the messages read."""
+    output: OutputFrame = field(default_factory=lambda: OutputFrame(None, ""))
+    """The frame the output YAML gives the estimate in (``estimate`` stays in ``frame``)."""
+
+    def to_yaml(self) -> dict[str, Any]:
+        """The replay output contract (DESIGN.md), in the output frame."""
+        doc: dict[str, Any] = {"estimate": None}
+        if self.estimate is not None:
+            doc["estimate"] = estimate_document(*self.output.express(self.estimate, self.frame))
+        doc["contacts"] = [[round(float(a), 4), round(float(b), 4)] for a, b in self.contacts]
+        doc["samples_used"] = self.samples_used
+        doc["ledger"] = self.ledger
+        doc["setup_errors"] = list(self.setup_errors)
+        choice = self.pipeline.gathering.choice
+        doc["filter"] = None if choice is None else {
+            **choice.as_dict(), "switches": self.pipeline.gathering.watch.switches}
+        gathering = self.pipeline.gathering
+        doc["wrench_delay"] = {"applied": float(gathering.wrench_delay), "estimate": (
+            None if gathering.stamp_delay is None else gathering.stamp_delay.as_dict())}
+        if self.partial:  # a complete replay keeps DESIGN.md's keys exactly
+            doc["partial"] = True
+        return doc
+
+
+OTHER_NODES = ("simulator", "applier")
+"""Nodes a parameter file may configure beside the pipeline's; replay leaves their sections."""
+
+
+def read_yaml(path: Path, what: str) -> Any:
+    """A YAML file's document (an empty file: ``{}``); unreadable, :class:`InertialIdError`
+    naming ``what`` and the file."""
+    try:
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InertialIdError(f"cannot read {what} {path}: {exc}") from exc
+
+
+def load_params(path: Path | None) -> dict[str, dict[str, Any]]:
+    """``{node: {parameter: value}}`` from a nodes' parameter file (``ros__parameters``)."""
+    if path is None:
+        return {}
+    doc = read_yaml(path, "parameter file")
+    if not isinstance(doc, Mapping):
+        raise InertialIdError(f"{path}: expected node sections with ros__parameters")
+    out: dict[str, dict[str, Any]] = {}
+    for node, section in doc.items():
+        if not isinstance(section, Mapping) or "ros__parameters" not in section:
+            raise InertialIdError(f"{path}: section {node!r} has no ros__parameters")
+        name = str(node).lstrip("/").split("/")[-1]
+        targets = PIPELINE_NODES if name == "**" else (name,)
+        if name not in (*PIPELINE_NODES, "**", *OTHER_NODES):
+            raise InertialIdError(f"{path}: unknown node {node!r}; the pipeline's nodes are "
+                                  f"{', '.join(PIPELINE_NODES)}")
+        for target in targets:
+            out.setdefault(target, {}).update(section["ros__parameters"])
+    return out
+
+
+def apply_overrides(options: ReplayOptions, params: dict[str, dict[str, Any]]) -> None:
+    """Command-line overrides into the parameters (every pipeline node gets a section)."""
+    for node in PIPELINE_NODES:
+        params.setdefault(node, {})
+    if options.urdf is not None:
+        params["gatherer"]["urdf_path"] = params["kinematics"]["urdf_path"] = options.urdf
+    if options.sensor_frame is not None:  # the robot model's: both nodes that use it
+        for node in MODEL_NODES:
+            params[node]["sensor_frame"] = options.sensor_frame
+    if options.output_frame is not None:
+        params["solver"]["output_frame"] = options.output_frame
+    if options.wrench_sign is not None:
+        params["solver"]["wrench_sign"] = options.wrench_sign
+
+
+def resolve_urdf(params: dict[str, Any], bag: BagReader) -> str:
+    """The URDF: ``urdf_path`` or ``robot_description`` of the kinematics parameters, else the
+    bag's ``robot_description``."""
+    urdf = params.get("urdf_path") or params.get("robot_description") or bag.robot_description()
+    if not urdf:
+        raise InertialIdError(f"{bag.path}: no URDF: give --urdf (the bag has no "
+                              "robot_description)")
+    return urdf
+
+
+SOLVE_RATE_CAP = 2.0
+"""Solves per second of bag time at most: the estimates a 2 Hz subscriber would see, and the
+contact monitor's residuals against an estimate at most 0.5 s old (5 ms in the node). At
+10 Hz the solves took 8.0 of replay's 51.9 us of CPU per sample (595 solves in a 60 s bag,
+``bench/replay_speed.py``): replay's speed target leaves no room for the node's 200 Hz."""
+
+
+def build_pipeline(params: dict[str, dict[str, Any]], urdf: str) -> PayloadPipeline:
+    """The pipeline of the three nodes from their parameters (see :mod:`settings`); the robot
+    model's parameters are one value for the gatherer and the kinematics
+    (:func:`~inertial_id.params.settings.shared_model`)."""
+    solver = dict(params["solver"])
+    model = shared_model(params)
+    kinematics = {k: v for k, v in params["kinematics"].items()
+                  if k not in ("urdf_path", "robot_description", "use_sim_time")} | model
+    gatherer = {k: v for k, v in params["gatherer"].items()
+                if k not in ("urdf_path", "robot_description", "queue_depth", "publish_rate",
+                             "use_sim_time")} | model
+    try:
+        rate = float(solver.pop("publish_rate", SOLVE_RATE_CAP))
+        solver.pop("contact_decimation", None)
+        solver.pop("use_sim_time", None)
+        settings = (gatherer_settings(gatherer), kinematics_settings(kinematics),
+                    online_estimator(solver, initial_payload(solver)[0]))
+    except (TypeError, ValueError) as exc:
+        raise InertialIdError(f"bad parameter value: {exc}") from exc
+    if not rate > 0.0:
+        raise InertialIdError(f"solver publish_rate must be positive, got {rate}")
+    return PayloadPipeline(
+        Gathering(urdf, settings[0]), settings[1].model(urdf), settings[2],
+        solve_period=1.0 / min(rate, SOLVE_RATE_CAP),
+    )
+
+
+@dataclass
+class Fed:
+    """What :func:`feed` saw: the first stamp (s), the wrench frame, drops by reason (of
+    messages), the count of wrench messages."""
+
+    first_stamp: float = 0.0
+    frame: str = ""
+    dropped: Counter[str] = field(default_factory=Counter)
+    wrenches: int = 0
+    stopped: bool = False
+    messages: int = 0
+
+
+def data_ledger(fed: Fed, pipeline: PayloadPipeline) -> dict[str, Any]:
+    """Where every wrench of the bag went (each wrench is one sample): dropped at the gatherer
+    (by reason), synchronised, then used by the estimate, held, or dropped by the solver (by
+    reason); ``used_share`` = used / wrenches. The counts add up to ``wrenches``."""
+    gatherer = {k: int(v) for k, v in pipeline.gathering.synchronizer.counters.items()
+                if v and (k.startswith("wrench_") or k == "joint_state_gap")}
+    gatherer.update({k: int(v) for k, v in fed.dropped.items()
+                     if k.startswith("wrench") and k not in gatherer})
+    solver = pipeline.online.ledger()
+    return {
+        "wrenches": fed.wrenches,
+        "gatherer_dropped": gatherer,
+        "gatherer_held": int(pipeline.gathering.synchronizer.wrenches_held),
+        "synchronised": int(pipeline.samples),
+        "used": solver["used"],
+        "solver_held": solver["held"],
+        "solver_dropped": {k[len("dropped_"):]: v for k, v in solver.items()
+                           if k.startswith("dropped_") and v},
+        "used_share": round(solver["used"] / fed.wrenches, 4) if fed.wrenches else 0.0,
+    }
+
+
+class _Feeder:
+    """:func:`feed`'s state: the messages not yet given to the pipeline (blocks and lists
+    of messages, in order) and when its next pass is due."""
+
+    def __init__(self, pipeline: PayloadPipeline, period: float,
+                 progress: Callable[[int], object] | None) -> None:
+        self.pipeline, self.period, self.progress = pipeline, period, progress
+        self.fed = Fed()
+        self.next_process = -np.inf
+        self.pending: list[MessageBlock | list[JointStateSample | WrenchSample]] = []
+        self.count = 0
+
+    def due(self, stamps: NDArray[np.float64]) -> int:
+        """Index of the first of the next messages (their stamps, arrival order) after which
+        a pass runs: stamped at or after the next pass, more than a second before the last
+        (the stamps went back), or the :data:`MAX_BLOCK`-th held; ``stamps.size`` when none."""
+        limit = MAX_BLOCK - self.count
+        head = stamps[:limit]
+        hits = np.flatnonzero((head >= self.next_process)
+                              | (head < self.next_process - self.period - 1.0))
+        if hits.size:
+            return int(hits[0])
+        return limit - 1 if limit <= stamps.size else stamps.size
+
+    def add(self) -> None:
+        """Everything held into the pipeline."""
+        for part in self.pending:
+            if isinstance(part, MessageBlock):
+                self.fed.dropped += self.pipeline.add_block(part)
+            else:
+                self.fed.dropped += self.pipeline.add_messages(part)
+        if self.progress is not None and self.count:
+            self.progress(self.count)
+        self.pending, self.count = [], 0
+
+    def run(self, stamp: float) -> None:
+        """A pass after the message stamped ``stamp``."""
+        if self.next_process == -np.inf:
+            first = self.pending[0]
+            self.fed.first_stamp = float(first.stamps[0] if isinstance(first, MessageBlock)
+                                         else first[0].stamp)
+        self.add()
+        self.pipeline.process()
+        self.next_process = stamp + self.period
+
+    def block(self, block: MessageBlock, stop: Callable[[], bool] | None) -> None:
+        """A block of messages, split where passes fall."""
+        start, stamps = 0, block.stamps
+        while start < stamps.size:
+            if stop is not None and stop():
+                self.fed.stopped = True
+                return
+            end = start + self.due(stamps[start:]) + 1
+            part = block.part(start, min(end, stamps.size))
+            self.fed.messages += part.stamps.size
+            if part.wrench.shape[0]:
+                self.fed.wrenches += part.wrench.shape[0]
+                self.fed.frame = self.fed.frame or part.frame_id
+            self.pending.append(part)
+            self.count += part.stamps.size
+            if end <= stamps.size:
+                self.run(float(stamps[end - 1]))
+            start = end
+
+    def message(self, message: JointStateSample | WrenchSample) -> None:
+        """One message (:meth:`due`'s rule for one stamp)."""
+        self.fed.messages += 1
+        last = self.pending[-1] if self.pending else None
+        if not isinstance(last, list):
+            last = []
+            self.pending.append(last)
+        last.append(message)
+        self.count += 1
+        if isinstance(message, WrenchSample):
+            self.fed.wrenches += 1
+            self.fed.frame = self.fed.frame or message.frame_id
+        stamp = message.stamp
+        if (stamp >= self.next_process or stamp < self.next_process - self.period - 1.0
+                or self.count >= MAX_BLOCK):
+            self.run(stamp)
+
+
+def feed(messages: Iterable[MessageBlock | JointStateSample | WrenchSample],
+         pipeline: PayloadPipeline, period: float,
+         progress: Callable[[int], object] | None = None,
+         stop: Callable[[], bool] | None = None) -> Fed:
+    """Messages (log-time order; one at a time or as :class:`MessageBlock`s, which give the
+    same passes) into the pipeline, a pass of it every ``period`` seconds of stamps, as the
+    gatherer node batches; ``progress(n)`` after every n messages; ends early
+    (``Fed.stopped``) once ``stop()`` is true (asked before each message, or each part of a
+    block up to a pass).
+
+    Stamps that go back by more than a second (the end of a glitch ahead, a bag played
+    again) start the pacing anew, and a pass runs at least every ``MAX_BLOCK`` messages, so
+    no stamp can hold the rest of the bag in memory."""
+    feeder = _Feeder(pipeline, period, progress)
+    for item in messages:
+        if isinstance(item, MessageBlock):
+            feeder.block(item, stop)
+            if feeder.fed.stopped:
+                break
+            continue
+        if stop is not None and stop():
+            feeder.fed.stopped = True
+            break
+        feeder.message(item)
+    feeder.add()
+    return feeder.fed
+
+
+def replay(options: ReplayOptions) -> ReplayResult:
+    """Run the pipeline over the bag; raises :class:`InertialIdError` on anything unusable."""
+    if not 0.0 <= options.max_dropped <= 1.0:
+        raise InertialIdError(f"the share of messages allowed to be dropped must be in [0, 1], "
+                              f"got {options.max_dropped}")
+    params = load_params(options.params)
+    apply_overrides(options, params)
+    with BagReader(options.bag, options.joint_states_topic, options.wrench_topic) as bag:
+        pipeline = build_pipeline(params, resolve_urdf(params["kinematics"], bag))
+        bar = tqdm(total=bag.message_count, unit="msg", disable=not options.progress,
+                   desc=f"replay {options.bag.name}", leave=False)
+        fed = feed(bag.blocks(), pipeline, PROCESS_PERIOD, bar.update, options.stop)
+        bar.close()
+        total = fed.messages if fed.stopped else bag.message_count
+    _check_dropped(options.bag, fed.dropped, total, options.max_dropped,
+                   pipeline.gathering.last_error)
+    estimate = pipeline.finish()
+    if pipeline.samples == 0:
+        if fed.stopped:
+            raise StoppedError(f"{options.bag}: stopped after {fed.messages} messages, before "
+                               "any synchronised sample: nothing to write")
+        raise BagError(f"{options.bag}: no synchronised samples: joint states and wrenches "
+                       "do not overlap in time")
+    start = fed.first_stamp
+    online = pipeline.online
+    frame = fed.frame or pipeline.kinematics.sensor_frame
+    output = OutputFrame(pipeline.kinematics.model, str(params["solver"].get("output_frame", "")))
+    if estimate is not None:
+        output.express(estimate, frame)  # a frame the URDF lacks fails before anything is written
+    return ReplayResult(
+        estimate=estimate,
+        frame=frame,
+        start_time=start,
+        contacts=[(c.start - start, c.end - start) for c in online.contacts],
+        payload_changes=[t - start for t in online.payload_changes],
+        samples_used=int(round(online.identifier.statistics.samples)),
+        samples_processed=pipeline.samples,
+        pipeline=pipeline,
+        dropped=dict(fed.dropped),
+        ledger=data_ledger(fed, pipeline),
+        setup_errors=[p.message for p in online.setup_problems],
+        partial=fed.stopped,
+        output=output,
+    )
+
+
+_STAMP_REASONS = {
+    JUMP: "stamps jumped away from the stream (a glitch, or joint states and wrenches "
+          "stamped by different clocks)",
+    OUT_OF_RANGE: "stamps not finite, negative or beyond what a ROS Time holds",
+    "out_of_order": "stamps out of order or repeated",
+}
+DROP_REASONS = {f"{kind}_{reason}": f"{label} {text}"
+                for kind, label in (("joint_state", "joint state"), ("wrench", "wrench"))
+                for reason, text in _STAMP_REASONS.items()} | {
+    "joint_state_spike": "joint state farther from the one before than the joints can move "
+                         "(URDF velocity limits): a spike"}
+"""What each drop reason of :data:`~inertial_id.core.gathering.gatherer.MESSAGE_DROPS` means."""
+
+
+def _check_dropped(bag: Path, dropped: Mapping[str, int], total: int,
+                   max_share: float, errors: Mapping[str, str]) -> None:
+    count = sum(dropped.values())
+    if total and count > max_share * total:
+        worst = max(dropped, key=dropped.__getitem__)
+        reason = DROP_REASONS.get(worst) or errors.get(worst, worst)
+        raise BagError(f"{bag}: {count} of {total} messages unusable "
+                       f"({100.0 * count / total:.1f} % > {100.0 * max_share:g} %), mostly: "
+                       f"{reason} ({dropped[worst]} times)")
+
+
+def check_writable(path: Path, directory: bool = False) -> None:
+    """Fail before a long replay, not after: ``path`` can be created as a file (or, with
+    ``directory``, as a directory) by this user. Raises :class:`InertialIdError` saying why."""
+    path = Path(path)
+    kind = "directory" if directory else "file"
+    if path.exists() and path.is_dir() != directory:
+        raise InertialIdError(f"{path}: exists and is not a {kind}")
+    parent = path if directory and path.exists() else path.parent
+    existing = parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InertialIdError(f"{path}: cannot create it, {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK) or (
+            path.exists() and not os.access(path, os.W_OK)):
+        raise InertialIdError(f"{path}: not writable")
+
+
+def write_yaml(result: ReplayResult, path: Path) -> None:
+    """Write :meth:`ReplayResult.to_yaml` to ``path`` (creating its directory)."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(yaml.safe_dump(result.to_yaml(), sort_keys=False))
+    except OSError as exc:
+        raise InertialIdError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def summary_lines(result: ReplayResult) -> list[str]:
+    """A short human-readable summary of a replay."""
+    e = result.estimate
+    ledger = result.ledger
+    lines = [f"SET-UP ERROR: {error}" for error in result.setup_errors]
+    if result.partial:
+        lines.append("PARTIAL: stopped before the end of the bag; the estimate of the "
+                     "messages read")
+    lines += [f"samples processed {result.samples_processed}, used {result.samples_used}"
+             + (f" ({100.0 * ledger['used_share']:.1f} % of {ledger['wrenches']} wrenches)"
+                if ledger.get("wrenches") else "")]
+    choice = result.pipeline.gathering.choice
+    if choice is not None:
+        lines.append(choice.summary())
+    if result.pipeline.gathering.stamp_delay is not None:
+        lines.append(result.pipeline.gathering.stamp_delay.summary())
+    if e is None:
+        return [*lines, "no estimate (too few samples?)"]
+    std = e.std
+    v = result.pipeline.online.verdicts
+    converged = {True: "converged", False: "not converged"}
+    lines += [
+        f"mass   {e.body.mass:.4f} kg (sigma {std[0]:.2g}, {converged[v.mass]})",
+        "CoM    [" + ", ".join(f"{c:.4f}" for c in e.body.com) + "] m (sigma ["
+        + ", ".join(f"{c:.2g}" for c in e.com_std) + f"], {converged[v.com]}), sensor frame "
+        f"{result.frame}",
+        "I_com  [" + ", ".join(f"{c:.3g}" for c in vector_from_symmetric(e.body.inertia_com))
+        + f"] kg m^2 (xx xy xz yy yz zz; {converged[v.inertia]})",
+        "offset [" + ", ".join(f"{v:.3f}" for v in e.offset) + "] N, N m",
+        f"physically consistent {e.physically_consistent} (min eig J "
+        f"{e.min_eigenvalue:.2e}), condition number {e.condition_number:.1f}",
+        f"contacts {len(result.contacts)}"
+        + "".join(f"\n  {a:8.3f} .. {b:8.3f} s" for a, b in result.contacts),
+    ]
+    moved, frame = result.output.express(e, result.frame)
+    if frame != result.frame:
+        lines.append(f"CoM    [{', '.join(f'{c:.4f}' for c in moved.body.com)}] m in {frame} "
+                     f"(the output frame)")
+    if result.payload_changes:
+        lines.append("payload changes at " + ", ".join(f"{t:.2f} s"
+                                                       for t in result.payload_changes))
+    if result.dropped:
+        lines.append("dropped: " + "; ".join(f"{k} x{v}" for k, v in result.dropped.items()))
+    if np.any(~np.asarray(result.pipeline.history.consistent, dtype=bool)):
+        lines.append("warning: some intermediate estimates were not physically consistent")
+    return lines

@@ -1,0 +1,153 @@
+"""Synthetic bags: what a robot with a known payload would record (``inertial-id simulate``).
+
+The core :class:`~inertial_id.core.simulation.PayloadSimulation` produces joint states and
+F/T readings; they are written as ``/joint_states`` (sensor_msgs/JointState), ``/wrench``
+(geometry_msgs/WrenchStamped, sensor frame) and the URDF on ``/robot_description``, and the
+ground truth goes to ``ground_truth.yaml`` inside the bag directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from numpy.typing import NDArray
+
+from inertial_id.core.joint_torque.current_arm import MotorCurrentArm, Push
+from inertial_id.core.kinematics import SensorKinematics, urdf_text
+from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
+from inertial_id.core.simulation import (
+    BUNDLED_HOME,
+    BUNDLED_SENSOR_FRAME,
+    DEFAULT_OFFSET,
+    Contact,
+    FourierTrajectory,
+    PayloadSimulation,
+    bundled_urdf_path,
+    default_payload,
+)
+from inertial_id.io.bags import (
+    JOINT_STATE,
+    STRING,
+    WRENCH,
+    joint_state_message,
+    string_message,
+    wrench_message,
+    write_bag,
+)
+
+START_TIME = 1_700_000_000.0
+"""Stamp of the first sample (s): a plausible epoch time, as a robot would record."""
+
+
+@dataclass
+class SimulateOptions:
+    """A synthetic recording: robot, payload, noise, events; SI units, sensor frame."""
+
+    duration: float = 30.0
+    wrench_rate: float = 1000.0
+    joint_state_rate: float = 500.0
+    urdf: str | None = None
+    sensor_frame: str = BUNDLED_SENSOR_FRAME
+    home: tuple[float, ...] | None = None
+    payload: BodyParameters = field(default_factory=default_payload)
+    offset: tuple[float, ...] = DEFAULT_OFFSET
+    force_noise_std: float = 0.08
+    torque_noise_std: float = 0.004
+    contacts: tuple[Contact, ...] = ()
+    payload_change: tuple[float, BodyParameters] | None = None
+    seed: int = 0
+    trajectory_seed: int = 1
+    storage: str = "mcap"
+
+
+def _simulation(options: SimulateOptions) -> tuple[PayloadSimulation, str]:
+    urdf = options.urdf or bundled_urdf_path()
+    kinematics = SensorKinematics(urdf, options.sensor_frame)
+    home = options.home or (BUNDLED_HOME if options.urdf is None else (0.0,) * kinematics.nv)
+    trajectory = FourierTrajectory.random(home, seed=options.trajectory_seed)
+    sim = PayloadSimulation(
+        kinematics, trajectory, payload=options.payload, offset=np.asarray(options.offset),
+        force_noise_std=options.force_noise_std, torque_noise_std=options.torque_noise_std,
+        contacts=options.contacts, seed=options.seed,
+        payload_changes=(options.payload_change,) if options.payload_change else (),
+    )
+    return sim, Path(urdf).read_text()
+
+
+def _messages(sim: PayloadSimulation, urdf_text: str,
+              options: SimulateOptions) -> Iterator[tuple[str, str, float, Any]]:
+    yield "/robot_description", STRING, START_TIME, string_message(urdf_text)
+    joint_times = np.arange(0.0, options.duration, 1.0 / options.joint_state_rate)
+    wrench_times = np.arange(0.0, options.duration, 1.0 / options.wrench_rate)
+    positions, velocities = sim.joint_states(joint_times)
+    efforts = sim.joint_efforts(joint_times)
+    wrenches = sim.wrench(wrench_times)
+    names = sim.kinematics.joint_names
+    j = 0
+    for k, t in enumerate(wrench_times):
+        while j < joint_times.size and joint_times[j] <= t:
+            stamp = START_TIME + joint_times[j]
+            yield ("/joint_states", JOINT_STATE, stamp + 1e-4,
+                   joint_state_message(stamp, names, positions[j], velocities[j],
+                                       efforts[j]))
+            j += 1
+        stamp = START_TIME + t
+        yield "/wrench", WRENCH, stamp + 1e-4, wrench_message(stamp, options.sensor_frame,
+                                                              wrenches[k])
+
+
+def _truth(body: BodyParameters) -> dict[str, Any]:
+    return {"mass": body.mass, "com": body.com.tolist(),
+            "inertia_com": vector_from_symmetric(body.inertia_com).tolist(),
+            "pi": body.pi.tolist()}
+
+
+def simulate_bag(path: str | Path, options: SimulateOptions) -> Path:
+    """Write the bag and ``ground_truth.yaml`` beside its data; returns the bag directory."""
+    sim, urdf_text = _simulation(options)
+    path = Path(path)
+    write_bag(path, _messages(sim, urdf_text, options), options.storage)
+    truth = {
+        "frame": options.sensor_frame,
+        "payload": _truth(options.payload),
+        "wrench_offset": list(options.offset),
+        "contacts": [[c.start, c.start + c.duration] for c in options.contacts],
+    }
+    if options.payload_change:
+        truth["payload_change"] = {"time": options.payload_change[0],
+                                   "payload": _truth(options.payload_change[1])}
+    (path / "ground_truth.yaml").write_text(yaml.safe_dump(truth, sort_keys=False))
+    return path
+
+
+def _current_messages(arm: MotorCurrentArm, rec: dict[str, NDArray[np.float64]]
+                      ) -> Iterator[tuple[str, str, float, Any]]:
+    yield "/robot_description", STRING, START_TIME, string_message(urdf_text(arm.cad_urdf))
+    names = arm.joint_names
+    for k, t in enumerate(rec["t"]):
+        stamp = START_TIME + t
+        yield ("/joint_states", JOINT_STATE, stamp + 1e-4,
+               joint_state_message(stamp, names, rec["position"][k], rec["velocity"][k],
+                                   rec["effort"][k]))
+
+
+def write_current_bag(path: str | Path, arm: MotorCurrentArm,
+                      rec: dict[str, NDArray[np.float64]], payload: BodyParameters,
+                      pushes: Sequence[Push] = (), storage: str = "mcap") -> Path:
+    """Write a simulated motor-current arm's recording (:meth:`MotorCurrentArm.record`) as a
+    bag, with ``ground_truth.yaml`` (the arm, the payload in the sensor frame, the pushes
+    ``[start, end]`` s since the first sample) and the true arm's URDF (``truth.urdf``) in its
+    directory; returns the directory."""
+    path = Path(path)
+    write_bag(path, _current_messages(arm, rec), storage)
+    truth = {"frame": arm.sensor_frame, "payload": _truth(payload), "arm": arm.truth(),
+             "pushes": [[p.start, p.start + p.duration] for p in pushes],
+             "push_forces": [list(p.force) for p in pushes]}
+    (path / "ground_truth.yaml").write_text(yaml.safe_dump(truth, sort_keys=False))
+    (path / "truth.urdf").write_text(arm.truth_urdf)
+    return path
