@@ -291,7 +291,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 TIAGO_TRAIN_FRACTION = 0.7  # bench/tiago_links.py's split: the first 70 % train
 
 
-def check_options(window: int) -> SimpleNamespace:
+def check_options(window: int | None) -> SimpleNamespace:
     """check-links' reading options (read_rows) with this window."""
     return SimpleNamespace(joint_states_topic=None, window=window, order=3)
 
@@ -321,10 +321,18 @@ def write_joint_bag(path: Path, t: np.ndarray, names: list[str], position: np.nd
 
 
 def held_out_bag(path: Path, t: np.ndarray, names: list[str], position: np.ndarray,
-                 effort: np.ndarray, urdf: str, rows: tuple[int, int], window: int,
+                 effort: np.ndarray, urdf: str, rows: tuple[int, int], window: int | None,
                  velocity: np.ndarray | None = None) -> Path:
-    """Rows ``[a, b)`` with half a ``window`` more on each side (not scored)."""
-    a, b = rows[0] - window // 2, rows[1] + window // 2
+    """Rows ``[a, b)`` with half a window more on each side (not scored): ``window``, or
+    with the commands' default (``window`` None) the window check-links computes from the
+    padded rows' own stamps (it follows their jitter)."""
+    half = (window or window_samples(t)) // 2
+    for _ in range(5):  # the padded rows' default window, stable after a step or two
+        a, b = max(rows[0] - half, 0), min(rows[1] + half, t.size)
+        if window is not None or window_samples(t[a:b]) // 2 == half:
+            break
+        half = window_samples(t[a:b]) // 2
+    a, b = rows[0] - half, rows[1] + half
     assert a >= 0 and b <= t.size
     return write_joint_bag(path, t[a:b], names, position[a:b], effort[a:b], urdf,
                            None if velocity is None else velocity[a:b])
@@ -391,12 +399,12 @@ def panda(root: Path, data: Path, seconds: float | None = None, folds: int = 5
             train = (int(inner[0]), int(np.searchsorted(t, t[a] - GUARD, "left")))
         folder = root / f"panda_window{window}_fold{k + 1}"
         folder.mkdir()
-        check = held_out_bag(folder / "held_out", t, names, q, tau, text, (a, b), window, qd)
+        given = None if seconds is None else window
+        check = held_out_bag(folder / "held_out", t, names, q, tau, text, (a, b), given, qd)
         begin = time.perf_counter()
-        doc, result = identify_and_check(folder, bag, urdf, train, check, (),
-                                         None if seconds is None else window)
+        doc, result = identify_and_check(folder, bag, urdf, train, check, (), given)
         links = LinkTorqueModel.from_file(folder / "model.yaml")
-        rows_t, rq, rqd, rqdd, effort = read_rows(links, check, check_options(window))
+        rows_t, rq, rqd, rqdd, effort = read_rows(links, check, check_options(given))
         assert effort.shape[0] == b - a == result["samples"]
         assert list(links.model.joint_names) == names == kinematics.joint_names
         identified = links.at_sample_period(float(np.median(np.diff(rows_t)))).efforts(
@@ -475,11 +483,12 @@ def tiago(root: Path, data: Path, extra: tuple[str, ...] = (), seconds: float | 
                           effort.values, text)
     n = position.t.size
     stop = int(TIAGO_TRAIN_FRACTION * n)
+    given = None if seconds is None else window
     check = held_out_bag(folder / "test", position.t, position.names, position.values,
-                         effort.values, text, (stop, n - window // 2), window)
+                         effort.values, text, (stop, n - window // 2), given)
     begin = time.perf_counter()
     doc, result = identify_and_check(folder, bag, data / "tiago_48_hey5.urdf", (0, stop), check,
-                                     extra, None if seconds is None else window)
+                                     extra, given)
     model, joint = tiago_load(data, window)
     assert list(model.joint_names) == result["joints"]
     friction = FrictionModel.from_settings(doc["friction_model"])
