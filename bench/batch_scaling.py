@@ -91,11 +91,18 @@ def timed_batch(folder: Path, table: Path, *extra: str) -> dict[str, float]:
     return {"wall_s": wall}
 
 
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+"""What a Dask nanny sets for its worker (distributed's ``nanny.pre-spawn-environ``): one BLAS
+thread. A worker started without a nanny needs it too, or its sums round differently (last
+digits of the std) from the local cluster's."""
+
+
 def start_module(*args: str) -> subprocess.Popen[bytes]:
     """``python -m ARGS`` in a session of its own, output discarded (a Dask scheduler or
-    worker)."""
+    worker), with one BLAS thread (:data:`ONE_THREAD`)."""
     return subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            stderr=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, **ONE_THREAD})
 
 
 def start_worker(scheduler_file: Path) -> subprocess.Popen[bytes]:
