@@ -238,7 +238,7 @@ print("ok", where)
 EOF
   )
   say "compiling the dedicated SDP solver into numba's cache (about a minute; once per change)"
-  (cd / && run sdp-compile "$PY" -c "from inertial_id.core import sdp; sdp.warm_up()")
+  (cd / && run sdp-compile "$PY" -c "from inertial_id.core.estimation import sdp; sdp.warm_up()")
   say "ready: ${VENV#"$ROOT"/} (Python $PY_VERSION, ROS 2 $DISTRO)"
 else
   say "up to date: nothing to do"
