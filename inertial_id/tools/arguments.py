@@ -6,9 +6,10 @@ option's former name accepted silently, the recording a command reads (the posit
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
-from inertial_id.core.errors import SampleError
+from inertial_id.core.errors import InertialIdError, SampleError
 
 
 def name_value_pair(text: str) -> tuple[str, float]:
@@ -59,3 +60,21 @@ def add_engine(parser: argparse.ArgumentParser) -> None:
                         help="processes of the local Dask cluster (default: the CPU count)")
     engine.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                         help="the scheduler of an existing Dask cluster")
+
+
+def check_writable(path: Path, directory: bool = False) -> None:
+    """Fail before a long replay, not after: ``path`` can be created as a file (or, with
+    ``directory``, as a directory) by this user. Raises :class:`InertialIdError` saying why."""
+    path = Path(path)
+    kind = "directory" if directory else "file"
+    if path.exists() and path.is_dir() != directory:
+        raise InertialIdError(f"{path}: exists and is not a {kind}")
+    parent = path if directory and path.exists() else path.parent
+    existing = parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InertialIdError(f"{path}: cannot create it, {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK) or (
+            path.exists() and not os.access(path, os.W_OK)):
+        raise InertialIdError(f"{path}: not writable")

@@ -279,10 +279,10 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     from inertial_id.nodes import stopping
+    from inertial_id.tools.arguments import check_writable
     from inertial_id.tools.replay import (
         ReplayOptions,
         StoppedError,
-        check_writable,
         replay,
         summary_lines,
         write_yaml,
@@ -328,8 +328,8 @@ def _replay(args: argparse.Namespace) -> int:
 def _batch(args: argparse.Namespace) -> int:
     # Dask and pyarrow load here, when a batch runs: nothing else needs them.
     from inertial_id.core.errors import InertialIdError
+    from inertial_id.tools.arguments import check_writable
     from inertial_id.tools.batch import BatchOptions, run_batch, summary_line
-    from inertial_id.tools.replay import check_writable
 
     check_writable(args.output)
     torque = None

@@ -12,7 +12,6 @@ contract of DESIGN.md.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -427,24 +426,6 @@ def _check_dropped(bag: Path, dropped: Mapping[str, int], total: int,
         raise BagError(f"{bag}: {count} of {total} messages unusable "
                        f"({100.0 * count / total:.1f} % > {100.0 * max_share:g} %), mostly: "
                        f"{reason} ({dropped[worst]} times)")
-
-
-def check_writable(path: Path, directory: bool = False) -> None:
-    """Fail before a long replay, not after: ``path`` can be created as a file (or, with
-    ``directory``, as a directory) by this user. Raises :class:`InertialIdError` saying why."""
-    path = Path(path)
-    kind = "directory" if directory else "file"
-    if path.exists() and path.is_dir() != directory:
-        raise InertialIdError(f"{path}: exists and is not a {kind}")
-    parent = path if directory and path.exists() else path.parent
-    existing = parent
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise InertialIdError(f"{path}: cannot create it, {existing} is a file")
-    if not os.access(existing, os.W_OK | os.X_OK) or (
-            path.exists() and not os.access(path, os.W_OK)):
-        raise InertialIdError(f"{path}: not writable")
 
 
 def write_yaml(result: ReplayResult, path: Path) -> None:

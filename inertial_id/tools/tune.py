@@ -401,7 +401,7 @@ def add_tune_parser(sub: argparse._SubParsersAction) -> None:
 
 def run_tune_command(args: argparse.Namespace) -> int:
     """``inertial-id tune``: exit 0 when the tuned file was written."""
-    from inertial_id.tools.replay import check_writable
+    from inertial_id.tools.arguments import check_writable
 
     check_writable(args.output)
     if args.report:
