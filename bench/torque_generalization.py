@@ -297,12 +297,10 @@ def check_options(window: int | None) -> SimpleNamespace:
 
 
 def window_for(t: np.ndarray, seconds: float | None) -> int:
-    """The odd window (samples) spanning ``seconds`` at the record's median step; the
-    commands' default (:func:`~inertial_id.io.joint_records.window_samples`, 0.24 s) without
-    ``seconds``."""
-    if seconds is None:
-        return window_samples(t)
-    return 2 * int(round(seconds / float(np.median(np.diff(t))) / 2)) + 1
+    """The odd window (samples) spanning ``seconds`` at the record's rate, as the commands
+    compute it (:func:`~inertial_id.io.joint_records.window_samples`); their default, 0.24 s,
+    without ``seconds``."""
+    return window_samples(t) if seconds is None else window_samples(t, seconds=seconds)
 
 
 def write_joint_bag(path: Path, t: np.ndarray, names: list[str], position: np.ndarray,
