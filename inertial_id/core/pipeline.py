@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimation.estimators import Estimate
 from inertial_id.core.estimation.online import OnlineEstimator
+from inertial_id.core.estimation.online_types import StepResult
 from inertial_id.core.gathering.gatherer import (
     Gathering,
     JointStateSample,
@@ -31,14 +32,18 @@ from inertial_id.core.stages import KinematicsStage
 
 SAMPLE_EVERY = 10
 """One sample in this many is kept for the report's wrench-fit figure (100 Hz at 1 kHz)."""
+HISTORY_PERIOD = 0.1
+"""Seconds of sample time per row of the per-batch history, whatever the batches' size."""
 
 
 @dataclass
 class History:
     """What happened, for plots: per batch and per solve (times in s, sample stamps).
 
-    Per batch: ``batch_time`` (last stamp), ``batch_t2_max``, ``batch_threshold``,
-    ``batch_contact`` (any sample flagged), ``batch_residual_rms`` (6 per batch).
+    Per :data:`HISTORY_PERIOD` of samples (a "batch"; a batch the estimator took whole is
+    cut where the stamps cross a multiple of it): ``batch_time`` (last stamp),
+    ``batch_t2_max``, ``batch_threshold``, ``batch_contact`` (any sample flagged),
+    ``batch_residual_rms`` (6 per batch).
     Per solve: ``solve_time``, ``pi``, ``std``, ``offset``, ``offset_std``,
     ``condition_number``, ``consistent``. Every ``SAMPLE_EVERY``-th sample the estimator
     used or tested: ``sample_time`` and ``sample_rows`` (18 = twist, proper acceleration,
@@ -59,6 +64,8 @@ class History:
     consistent: list[bool] = field(default_factory=list)
     sample_time: list[NDArray[np.float64]] = field(default_factory=list)
     sample_rows: list[NDArray[np.float64]] = field(default_factory=list)
+    _last_bin: float = field(default=float("nan"), repr=False)
+    _last_count: int = field(default=0, repr=False)
 
     def record_samples(self, times: NDArray[np.float64], rows: NDArray[np.float64],
                        first: int) -> None:
@@ -68,6 +75,34 @@ class History:
         if pick.size:
             self.sample_time.append(times[pick])
             self.sample_rows.append(rows[pick])
+
+    def record_step(self, step: StepResult) -> None:
+        """The rows of one step of the estimator (samples it used or tested, in order), one
+        per :data:`HISTORY_PERIOD` of their stamps: a step that begins in the period of the
+        last row adds to that row."""
+        t = step.times
+        if not t.size:
+            return
+        bins = np.floor(t / HISTORY_PERIOD)
+        starts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
+        counts = np.diff(np.r_[starts, t.size])
+        t2 = np.maximum.reduceat(step.t2, starts)
+        contact = np.logical_or.reduceat(step.contact, starts)
+        square = np.add.reduceat(step.residual**2, starts, axis=0)
+        if self._last_bin == bins[0] and self.batch_time:  # continues the last row
+            count = self._last_count
+            t2[0] = max(t2[0], self.batch_t2_max.pop())
+            contact[0] |= self.batch_contact.pop()
+            square[0] += self.batch_residual_rms.pop() ** 2 * count
+            counts[0] += count
+            self.batch_time.pop()
+            self.batch_threshold.pop()
+        self.batch_time.extend(t[np.r_[starts[1:], t.size] - 1].tolist())
+        self.batch_t2_max.extend(t2.tolist())
+        self.batch_threshold.extend([float(step.threshold)] * starts.size)
+        self.batch_contact.extend(contact.tolist())
+        self.batch_residual_rms.extend(np.sqrt(square / counts[:, None]))
+        self._last_bin, self._last_count = float(bins[-1]), int(counts[-1])
 
     def record_solve(self, t: float, estimate: Estimate) -> None:
         """Append one solve."""
@@ -119,7 +154,11 @@ class PayloadPipeline:
         return self.gathering.add_block(block)
 
     def process(self) -> int:
-        """Run every sample that is ready through kinematics and the estimator; count."""
+        """Run every sample that is ready through kinematics and the estimator; count.
+
+        The samples go to the estimator in parts that end where a solve falls due (the
+        first sample at or after it), so a solve stands for the same samples however many
+        the gatherer handed over at once."""
         batch = self.gathering.pop_ready()
         n = len(batch)
         if n == 0:
@@ -130,31 +169,40 @@ class PayloadPipeline:
             return n
         batch, twist, proper = motion.samples, motion.twist, motion.proper_acceleration
         assert twist is not None and proper is not None
-        step = self.online.add(batch.times, twist, proper, batch.wrench, batch.wrench_raw,
-                               batch.acceleration_noise, self.gathering.choice.past_span,
-                               batch.angular_products)
         self.history.record_samples(batch.times, np.hstack((twist, proper, batch.wrench_raw)),
                                     self.samples)
         self.samples += n
+        past_span = self.gathering.choice.past_span
+        start = 0
+        while start < n:
+            end = n if self._next_solve is None else start + _first_at_or_after(
+                batch.times[start:], self._next_solve) + 1
+            part = slice(start, end)
+            noise = (None if batch.acceleration_noise is None
+                     else batch.acceleration_noise[part])
+            products = None if batch.angular_products is None else batch.angular_products[part]
+            step = self.online.add(batch.times[part], twist[part], proper[part],
+                                   batch.wrench[part], batch.wrench_raw[part], noise,
+                                   past_span, products)
+            self._after_step(step)
+            start = end
+        return n
+
+    def _after_step(self, step: StepResult) -> None:
+        """History of one estimator step, and a solve when one is due."""
         if "stamp_jump" in step.events:
             self._next_solve = None  # solve periods restart on the new time base
         if not step.times.size:
-            return n
-        h = self.history
-        h.batch_time.append(float(step.times[-1]))
-        h.batch_t2_max.append(float(step.t2.max()))
-        h.batch_threshold.append(float(step.threshold))
-        h.batch_contact.append(bool(step.contact.any()))
-        h.batch_residual_rms.append(np.sqrt(np.mean(step.residual**2, axis=0)))
+            return
+        self.history.record_step(step)
         self._last_time = float(step.times[-1])
         if self._next_solve is None:
             self._next_solve = float(step.times[0]) + self.solve_period
         if self._last_time >= self._next_solve:
-            # One solve per due period; a long batch does not re-solve the same statistics.
+            # One solve per due period; a long step does not re-solve the same statistics.
             self.solve(self._last_time)
             periods = np.floor((self._last_time - self._next_solve) / self.solve_period) + 1
             self._next_solve += periods * self.solve_period
-        return n
 
     def solve(self, t: float | None = None) -> Estimate | None:
         """Solve now (``t``: the sample time it stands for); a failure keeps the last one."""
@@ -173,3 +221,10 @@ class PayloadPipeline:
         self.gathering.decide(final=True)
         self.process()
         return self.solve()
+
+
+def _first_at_or_after(times: NDArray[np.float64], t: float) -> int:
+    """Index of the first of ``times`` (in order, not necessarily increasing) at or after
+    ``t``; the last index when none is."""
+    hits = np.flatnonzero(times >= t)
+    return int(hits[0]) if hits.size else times.size - 1

@@ -47,7 +47,13 @@ from inertial_id.params.settings import (
 )
 
 PROCESS_PERIOD = 0.1
-"""Seconds of bag time between two passes of the pipeline (the gatherer's batches)."""
+"""Seconds of bag time between two passes of the pipeline (the gatherer's batches) while
+the gatherer chooses its filter."""
+SETTLED_PERIOD = 1.0
+"""Seconds of bag time between two passes once the filter is settled
+(:attr:`Gathering.settled`): the gatherer's samples no longer depend on the passes, and the
+pipeline hands them to the estimator in parts that end at its solves, so larger passes only
+save the per-pass costs."""
 class StoppedError(InertialIdError):
     """The replay was stopped (Ctrl-C) before it had anything to write."""
 
@@ -252,8 +258,12 @@ class _Feeder:
     of messages, in order) and when its next pass is due."""
 
     def __init__(self, pipeline: PayloadPipeline, period: float,
-                 progress: Callable[[int], object] | None) -> None:
-        self.pipeline, self.period, self.progress = pipeline, period, progress
+                 progress: Callable[[int], object] | None,
+                 settled_period: float | None = None) -> None:
+        self.pipeline, self.progress = pipeline, progress
+        self.first_period = period
+        self.settled_period = period if settled_period is None else settled_period
+        self.period = period
         self.fed = Fed()
         self.next_process = -np.inf
         self.pending: list[MessageBlock | list[JointStateSample | WrenchSample]] = []
@@ -290,6 +300,8 @@ class _Feeder:
                                          else first[0].stamp)
         self.add()
         self.pipeline.process()
+        self.period = (self.settled_period if self.pipeline.gathering.settled
+                       else self.first_period)
         self.next_process = stamp + self.period
 
     def block(self, block: MessageBlock, stop: Callable[[], bool] | None) -> None:
@@ -332,17 +344,19 @@ class _Feeder:
 def feed(messages: Iterable[MessageBlock | JointStateSample | WrenchSample],
          pipeline: PayloadPipeline, period: float,
          progress: Callable[[int], object] | None = None,
-         stop: Callable[[], bool] | None = None) -> Fed:
+         stop: Callable[[], bool] | None = None,
+         settled_period: float | None = None) -> Fed:
     """Messages (log-time order; one at a time or as :class:`MessageBlock`s, which give the
     same passes) into the pipeline, a pass of it every ``period`` seconds of stamps, as the
-    gatherer node batches; ``progress(n)`` after every n messages; ends early
+    gatherer node batches, or every ``settled_period`` once the gatherer's filter is settled
+    (:data:`SETTLED_PERIOD`); ``progress(n)`` after every n messages; ends early
     (``Fed.stopped``) once ``stop()`` is true (asked before each message, or each part of a
     block up to a pass).
 
     Stamps that go back by more than a second (the end of a glitch ahead, a bag played
     again) start the pacing anew, and a pass runs at least every ``MAX_BLOCK`` messages, so
     no stamp can hold the rest of the bag in memory."""
-    feeder = _Feeder(pipeline, period, progress)
+    feeder = _Feeder(pipeline, period, progress, settled_period)
     for item in messages:
         if isinstance(item, MessageBlock):
             feeder.block(item, stop)
@@ -368,7 +382,8 @@ def replay(options: ReplayOptions) -> ReplayResult:
         pipeline = build_pipeline(params, resolve_urdf(params["kinematics"], bag))
         bar = tqdm(total=bag.message_count, unit="msg", disable=not options.progress,
                    desc=f"replay {options.bag.name}", leave=False)
-        fed = feed(bag.blocks(), pipeline, PROCESS_PERIOD, bar.update, options.stop)
+        fed = feed(bag.blocks(), pipeline, PROCESS_PERIOD, bar.update, options.stop,
+                   SETTLED_PERIOD)
         bar.close()
         total = fed.messages if fed.stopped else bag.message_count
     _check_dropped(options.bag, fed.dropped, total, options.max_dropped,

@@ -7,11 +7,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.lib.stride_tricks import sliding_window_view
 
 from inertial_id.core.estimation.online import OnlineEstimator
 from inertial_id.core.gathering.features import decode_features, encode_features
 from inertial_id.core.gathering.gatherer import GathererSettings, Gathering
 from inertial_id.core.gathering.synchronizer import FixedLagSynchronizer, SyncedSamples
+from inertial_id.core.gathering.synchronizer.filters import Windows, matched_samples
+from inertial_id.core.gathering.synchronizer.kernel import compiled_kernel
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.pipeline import PayloadPipeline
 from inertial_id.core.regressor import angular_products, predicted_wrench
@@ -198,3 +201,70 @@ def test_smoothed_angular_velocity_products_keep_the_equation_exact_on_long_wind
           f"{factored:.2e} N with the smoothed w's")
     assert exact < 1e-4  # what remains: the three-point differences at the joint samples
     assert factored > 100 * exact and factored > 1e-4
+
+
+def _random_windows(seed: int, jitter: float, width: int, per_window: int,
+                    strided: bool) -> tuple[Windows, np.ndarray]:
+    """Windows as the synchroniser cuts them from one record: joint stamps at ~500 Hz and
+    wrench stamps at ``per_window`` times that rate, both with ``jitter`` (share of a
+    period), random values; the wrench windows a view of the record or a copy."""
+    rng = np.random.default_rng(seed)
+    joint_t = np.cumsum(2e-3 * (1.0 + jitter * rng.uniform(-0.5, 0.5, 200)))
+    wrench_t = np.cumsum(2e-3 / per_window * (1.0 + jitter * rng.uniform(-0.5, 0.5,
+                                                                          200 * per_window)))
+    wrench = rng.normal(size=(wrench_t.size, 6))
+    centres = np.arange(width, 200 - width)
+    k_wrench = int(np.ceil(width * per_window)) + 2
+    index = np.flatnonzero((wrench_t > joint_t[centres[0]]) & (wrench_t < joint_t[centres[-1]])
+                           & (np.arange(wrench_t.size) >= k_wrench // 2)
+                           & (np.arange(wrench_t.size) + k_wrench < wrench_t.size))
+    ks = np.searchsorted(joint_t, wrench_t[index], side="right") - 1
+    lag = width // 4
+    starts = index - k_wrench // 2
+    # Consecutive starts: a read-only strided view, as the synchroniser's usual batch;
+    # else a copy (fancy indexing).
+    picked = starts[::2] if not strided else starts
+    index = index[::2] if not strided else index
+    ks = ks[::2] if not strided else ks
+    first = ks - (width - 1 - lag)
+    windows, which = np.unique(first, return_inverse=True)
+    joint_windows = windows[:, None] + np.arange(width)
+    wrench_windows = sliding_window_view(wrench, k_wrench, axis=0)
+    stamp_windows = sliding_window_view(wrench_t, k_wrench, axis=0)
+    if strided:
+        wrench_windows = wrench_windows[picked[0]:picked[-1] + 1]
+        stamp_windows = stamp_windows[picked[0]:picked[-1] + 1]
+    else:
+        wrench_windows, stamp_windows = wrench_windows[picked], stamp_windows[picked]
+    knot = (np.searchsorted(joint_t, stamp_windows, side="right") - 1
+            - windows[which][:, None])
+    position = rng.normal(size=(joint_t.size, 3))
+    features = rng.normal(size=(windows.size, width - 2, 18))
+    w = Windows(wrench_t[index], which, joint_t[joint_windows], position[joint_windows], None,
+                stamp_windows, wrench_windows, wrench[index], knot)
+    return w, features
+
+
+@given(st.integers(0, 2**31), st.floats(0.0, 0.6), st.sampled_from([9, 17, 33]),
+       st.sampled_from([1, 2, 3]), st.booleans(), st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_the_compiled_kernel_is_the_numpy_filter(seed: int, jitter: float, width: int,
+                                                 per_window: int, noise: bool,
+                                                 strided: bool) -> None:
+    """The per-sample evaluation compiled with numba gives what the numpy reference gives:
+    smoothed wrench, kinematics and acceleration noise, on jittered stamps, read-only
+    strided views or copies."""
+    w, features = _random_windows(seed, jitter, width, per_window, strided)
+    rng = np.random.default_rng(seed + 1)
+    noise_at = ((rng.normal(size=(w.at.size, 6, 3)), rng.uniform(0, 1e-8, (w.at.size, 3)))
+                if noise else None)
+    reference = matched_samples(w, features, 3, noise_at, compiled=False)
+    compiled = matched_samples(w, features, 3, noise_at, compiled=True)
+    assert compiled_kernel() is not None  # numba is a dependency: the kernel must run here
+    for name in ("wrench", "twist", "proper_acceleration", "angular_products",
+                 "acceleration_noise", "position", "acceleration"):
+        a, b = getattr(reference, name), getattr(compiled, name)
+        if a is None:
+            assert b is None and not noise
+            continue
+        np.testing.assert_allclose(b, a, rtol=1e-11, atol=1e-11 * np.abs(a).max(), err_msg=name)

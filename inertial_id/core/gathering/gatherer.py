@@ -250,6 +250,12 @@ class Gathering:
         """One wrench ``[fx, fy, fz, tx, ty, tz]`` (stamp in s); False when dropped."""
         return self.synchronizer.add_wrench(t - self.wrench_delay, wrench)
 
+    @property
+    def settled(self) -> bool:
+        """Whether the filter is chosen for good (chosen, and not from a motion it watches
+        to choose again): from then on the samples do not depend on when they are popped."""
+        return self.choice is not None and not self.watch.watching
+
     def pop_ready(self) -> SyncedSamples:
         """Samples whose filter windows are complete (none until the filter is chosen)."""
         if self.choice is None and not self.decide():

@@ -15,6 +15,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
 from inertial_id.core.gathering.features import decode_features
+from inertial_id.core.gathering.synchronizer.kernel import compiled_kernel
 from inertial_id.core.gathering.synchronizer.samples import SyncedSamples
 from inertial_id.core.signals import (
     PolynomialFits,
@@ -119,12 +120,15 @@ def matched_samples(
     features: NDArray[np.float64],
     order: int,
     noise_at: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    compiled: bool = True,
 ) -> SyncedSamples:
     """Matched filtering: joints as the plain filter, the wrench and the sensor-frame
     kinematics (``features`` (M, W-2, F), encoded, at the windows' inner joint samples)
     smoothed by the kernel of the joints' acceleration. With ``noise_at`` (the sensor
     Jacobians (N, 6, n) and the position noise variances (N, n) at each sample's joint window)
-    also the noise that position noise leaves in the smoothed acceleration."""
+    also the noise that position noise leaves in the smoothed acceleration. The per-sample
+    part runs compiled (:mod:`~inertial_id.core.gathering.synchronizer.kernel`) when numba
+    is installed and ``compiled``, else in numpy (the reference)."""
     at, which = w.at, w.which
     projection, centre, scale = fit_projections(w.joint_t, order)  # (M, p+1, W)
     fits = PolynomialFits(projection @ w.position, centre, scale)
@@ -136,6 +140,17 @@ def matched_samples(
     # m = 2 .. p; each P_m annihilates lines, so it has second-difference weights.
     gammas = second_difference_weights(w.joint_t, projection[:, 2:, :])  # (M, p-1, W-2)
     smoothed = gammas @ features  # (M, p-1, F)
+    kernel = compiled_kernel() if compiled else None
+    if kernel is not None:
+        filtered = np.empty((at.size, features.shape[-1]))
+        wrench = np.empty((at.size, 6))
+        jacobian, sigma2 = noise_at if noise_at is not None else (_NO_ROWS3, _NO_ROWS2)
+        noise = np.empty((at.size, 6, 6)) if noise_at is not None else _NO_ROWS3
+        kernel(at, which, centre, scale, gammas, smoothed, w.joint_t, w.wrench_t, w.wrench,
+               w.knot, projection, jacobian, sigma2, filtered, wrench, noise)
+        twist, proper, products = decode_features(filtered)
+        return SyncedSamples(at, position, velocity, acceleration, wrench, w.raw, twist,
+                             proper, noise if noise_at is not None else None, products)
     s = (at - centre[which]) / scale[which]
     powers = np.arange(2, order + 1)
     basis = (powers * (powers - 1) * s[:, None] ** (powers - 2)
@@ -143,12 +158,7 @@ def matched_samples(
     filtered = np.einsum("nm,nmf->nf", basis, smoothed[which])
     gamma = np.einsum("nm,nmk->nk", basis, gammas[which])  # (N, W-2)
     tau = w.wrench_t
-    kernel = hat_kernel_at(w.joint_t[which], gamma, tau, w.knot)
-    spacing = np.empty(tau.shape)
-    spacing[:, 1:-1] = 0.5 * (tau[:, 2:] - tau[:, :-2])
-    spacing[:, 0] = 0.5 * (tau[:, 1] - tau[:, 0])
-    spacing[:, -1] = 0.5 * (tau[:, -1] - tau[:, -2])
-    weights = kernel * spacing
+    weights = hat_kernel_at(w.joint_t[which], gamma, tau, w.knot) * _spacing(tau)
     weights /= weights.sum(axis=1, keepdims=True)
     wrench = np.einsum("nk,njk->nj", weights, w.wrench)
     twist, proper, products = decode_features(filtered)
@@ -162,3 +172,17 @@ def matched_samples(
         noise = np.einsum("nik,nk,njk->nij", jacobian, variance, jacobian)
     return SyncedSamples(at, position, velocity, acceleration, wrench, w.raw, twist, proper,
                          noise, products)
+
+
+_NO_ROWS2, _NO_ROWS3 = np.empty((0, 0)), np.empty((0, 6, 6))
+"""The compiled kernel's "no noise" (zero rows)."""
+
+
+def _spacing(tau: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(N, K) trapezoid weights of the stamps ``tau`` (N, K): half the span of each one's
+    neighbours (of its one neighbour at the ends)."""
+    spacing = np.empty(tau.shape)
+    spacing[:, 1:-1] = 0.5 * (tau[:, 2:] - tau[:, :-2])
+    spacing[:, 0] = 0.5 * (tau[:, 1] - tau[:, 0])
+    spacing[:, -1] = 0.5 * (tau[:, -1] - tau[:, -2])
+    return spacing
