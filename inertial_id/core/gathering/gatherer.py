@@ -23,6 +23,7 @@ from inertial_id.core.gathering.filter_choice import MIN_SAMPLES, FilterChoice, 
 from inertial_id.core.gathering.filter_revisit import MotionWatch
 from inertial_id.core.gathering.stamp_offset import MAX_DELAY, MIN_DELAY, StampDelay, estimate_delay
 from inertial_id.core.gathering.synchronizer import FixedLagSynchronizer, SyncedSamples
+from inertial_id.core.gathering.synchronizer.kernel import compiled_kernel
 from inertial_id.core.gathering.timepolicy import JUMP, OUT_OF_RANGE
 from inertial_id.core.kinematics import (
     JointMapper,
@@ -230,6 +231,7 @@ class Gathering:
             raise InertialIdError(f"gatherer joints {self.joint_names} differ from the "
                                   f"model's {kinematics.joint_names}: lock the same joints")
         self.synchronizer.kinematics = kinematics.compute
+        compiled_kernel()  # compiled or loaded from numba's cache now, not at the first data
         if self.settings.errors_in_variables:
             self.synchronizer.jacobians = kinematics.jacobians
         self.synchronizer.reset()

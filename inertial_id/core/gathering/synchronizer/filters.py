@@ -14,6 +14,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
+from inertial_id.core.errors import SampleError
 from inertial_id.core.gathering.features import decode_features
 from inertial_id.core.gathering.synchronizer.kernel import compiled_kernel
 from inertial_id.core.gathering.synchronizer.samples import SyncedSamples
@@ -130,24 +131,34 @@ def matched_samples(
     part runs compiled (:mod:`~inertial_id.core.gathering.synchronizer.kernel`) when numba
     is installed and ``compiled``, else in numpy (the reference)."""
     at, which = w.at, w.which
-    projection, centre, scale = fit_projections(w.joint_t, order)  # (M, p+1, W)
+    kernel = compiled_kernel() if compiled else None
+    if kernel is None:
+        projection, centre, scale = fit_projections(w.joint_t, order)  # (M, p+1, W)
+        # The acceleration at scaled time s is sum_m m (m-1) s^(m-2) / scale^2 (P_m q),
+        # m = 2 .. p; each P_m annihilates lines, so it has second-difference weights.
+        gammas = second_difference_weights(w.joint_t, projection[:, 2:, :])  # (M, p-1, W-2)
+        smoothed = gammas @ features  # (M, p-1, F)
+    else:
+        n_windows, width = w.joint_t.shape
+        if width <= order:
+            raise SampleError(f"{width} samples cannot fit a polynomial of order {order}")
+        projection = np.empty((n_windows, order + 1, width))
+        centre, scale = np.empty(n_windows), np.empty(n_windows)
+        gammas = np.empty((n_windows, order - 1, width - 2))
+        smoothed = np.empty((n_windows, order - 1, features.shape[-1]))
+        kernel[0](w.joint_t, features, projection, centre, scale, gammas, smoothed)
     fits = PolynomialFits(projection @ w.position, centre, scale)
     position, velocity, acceleration = fits.evaluate(at, (0, 1, 2), which)
     if w.velocity is not None:
         v_fits = PolynomialFits(projection @ w.velocity, centre, scale)
         velocity, acceleration = v_fits.evaluate(at, (0, 1), which)
-    # The acceleration at scaled time s is sum_m m (m-1) s^(m-2) / scale^2 (P_m q),
-    # m = 2 .. p; each P_m annihilates lines, so it has second-difference weights.
-    gammas = second_difference_weights(w.joint_t, projection[:, 2:, :])  # (M, p-1, W-2)
-    smoothed = gammas @ features  # (M, p-1, F)
-    kernel = compiled_kernel() if compiled else None
     if kernel is not None:
         filtered = np.empty((at.size, features.shape[-1]))
         wrench = np.empty((at.size, 6))
         jacobian, sigma2 = noise_at if noise_at is not None else (_NO_ROWS3, _NO_ROWS2)
         noise = np.empty((at.size, 6, 6)) if noise_at is not None else _NO_ROWS3
-        kernel(at, which, centre, scale, gammas, smoothed, w.joint_t, w.wrench_t, w.wrench,
-               w.knot, projection, jacobian, sigma2, filtered, wrench, noise)
+        kernel[1](at, which, centre, scale, gammas, smoothed, w.joint_t, w.wrench_t,
+                  w.wrench, w.knot, projection, jacobian, sigma2, filtered, wrench, noise)
         twist, proper, products = decode_features(filtered)
         return SyncedSamples(at, position, velocity, acceleration, wrench, w.raw, twist,
                              proper, noise if noise_at is not None else None, products)

@@ -1,13 +1,16 @@
-"""The matched filter's per-sample evaluation, compiled with numba where it is installed.
+"""The matched filter's fits and per-sample evaluation, compiled with numba where it is
+installed.
 
 :func:`~inertial_id.core.gathering.synchronizer.filters.matched_samples` fits each joint
-window once (numpy, batched over the windows); what is left is per wrench sample: the kernel
-``ghat`` of its acceleration at its stamp, the wrench smoothed by that kernel, the smoothed
-kinematics and the acceleration noise. In numpy that is a dozen passes over (N, K) temporaries
-(K = 133 wrench stamps per window at 1 kHz); :func:`evaluate_samples` is one pass per sample
-with nothing allocated, about five times faster compiled. It is the same arithmetic as the
-numpy path (:func:`~inertial_id.core.signals.hat_kernel_at` and the sums after it), which
-stays the reference and the fallback without numba; a test holds the two together.
+window once, then evaluates each wrench sample: the kernel ``ghat`` of its acceleration at its
+stamp, the wrench smoothed by that kernel, the smoothed kinematics and the acceleration noise.
+In numpy that is a dozen passes over (N, K) temporaries (K = 133 wrench stamps per window at
+1 kHz) and batched products of small matrices; compiled, :func:`fit_windows` is one pass per
+joint window and :func:`evaluate_samples` one pass per sample, with nothing allocated. They
+are the same arithmetic as the numpy path (:func:`~inertial_id.core.signals.fit_projections`,
+:func:`~inertial_id.core.signals.second_difference_weights`,
+:func:`~inertial_id.core.signals.hat_kernel_at` and the sums after it), which stays the
+reference and the fallback without numba; a test holds the two together.
 
 Notation as in :mod:`inertial_id.core.signals`: a window of W joint stamps ``t_k``, its
 cubic fit's second-derivative weights ``gamma`` on the W - 2 second divided differences, the
@@ -16,12 +19,85 @@ hat kernel ``ghat`` piecewise linear with ``ghat(t_k) = 2 gamma_k / (t_{k+1} - t
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+
+def fit_windows(times: NDArray[np.float64], features: NDArray[np.float64],
+                projection: NDArray[np.float64], centre: NDArray[np.float64],
+                scale: NDArray[np.float64], gammas: NDArray[np.float64],
+                smoothed: NDArray[np.float64]) -> None:
+    """Fill, for M joint windows of W stamps ``times`` (M, W) s, the least-squares
+    ``projection`` (M, p + 1, W) of a polynomial of order p in the scaled time
+    ``s = (t - centre) / scale`` (``centre`` the middle stamp, ``scale`` the largest distance
+    from it; :func:`~inertial_id.core.signals.fit_projections`), the second-derivative
+    weights ``gammas`` (M, p - 1, W - 2) of its terms of order 2 .. p
+    (:func:`~inertial_id.core.signals.second_difference_weights`) and the ``features``
+    (M, W - 2, F) smoothed by them, ``smoothed`` (M, p - 1, F)."""
+    width = times.shape[1]
+    terms = projection.shape[1]
+    inner = width - 2
+    vander = np.empty((terms, width))
+    gram = np.empty((terms, terms))
+    pivot = np.empty(terms)
+    step = np.empty(width - 1)
+    for m in range(times.shape[0]):
+        middle = times[m, width // 2]
+        unit = 0.0
+        for k in range(width):
+            unit = max(unit, abs(times[m, k] - middle))
+        if unit == 0.0:
+            unit = 1.0
+        centre[m], scale[m] = middle, unit
+        per_unit = 1.0 / unit
+        for k in range(width):
+            vander[0, k] = 1.0
+            vander[1, k] = (times[m, k] - middle) * per_unit
+            for j in range(2, terms):
+                vander[j, k] = vander[j - 1, k] * vander[1, k]
+        # The normal matrix (s in [-1, 1]: well conditioned) by its Cholesky factor, in
+        # place (lower triangle), then P = gram^-1 V column by column.
+        for a in range(terms):
+            for b in range(a + 1):
+                value = 0.0
+                for k in range(width):
+                    value += vander[a, k] * vander[b, k]
+                for c in range(b):
+                    value -= gram[a, c] * gram[b, c]
+                if a == b:
+                    gram[a, a] = np.sqrt(value)
+                    pivot[a] = 1.0 / gram[a, a]
+                else:
+                    gram[a, b] = value * pivot[b]
+        for k in range(width):
+            for a in range(terms):  # forward: L y = v
+                value = vander[a, k]
+                for c in range(a):
+                    value -= gram[a, c] * projection[m, c, k]
+                projection[m, a, k] = value * pivot[a]
+            for a in range(terms - 1, -1, -1):  # back: L^T x = y
+                value = projection[m, a, k]
+                for c in range(a + 1, terms):
+                    value -= gram[c, a] * projection[m, c, k]
+                projection[m, a, k] = value * pivot[a]
+        for k in range(width - 1):
+            step[k] = times[m, k + 1] - times[m, k]
+        for j in range(terms - 2):
+            running, weighted = 0.0, 0.0
+            for k in range(inner):
+                running += projection[m, j + 2, k]
+                weighted += running * step[k]
+                gammas[m, j, k] = weighted * 0.5 * (step[k] + step[k + 1])
+            smoothed[m, j, :] = 0.0
+            for k in range(inner):
+                weight = gammas[m, j, k]
+                for f in range(features.shape[2]):
+                    smoothed[m, j, f] += weight * features[m, k, f]
 
 
 def evaluate_samples(at: NDArray[np.float64], which: NDArray[np.intp],
@@ -109,42 +185,47 @@ def evaluate_samples(at: NDArray[np.float64], which: NDArray[np.intp],
                     noise[n, b, a] = value
 
 
-def _signature(numba: Any) -> Any:
-    """One signature of read-only inputs of any strides (numba's ``A`` layout), compiled
-    once: the wrench windows are read-only strided views of the gatherer's buffer in one
-    batch and copies in another, and numba takes a writable array where a read-only one is
-    declared."""
+def _array(numba: Any, ndim: int, readonly: bool, integer: bool = False) -> Any:
+    """numba's type of an input array: read-only and of any strides (``A`` layout), so that
+    one compiled version takes strided views and copies alike, and a writable array where a
+    read-only one is declared (the gatherer's windows are read-only views of its buffers);
+    or of an output: writable and C-contiguous (allocated by the caller)."""
     types = numba.types
-
-    def given(dtype: Any, ndim: int) -> Any:
-        return types.Array(dtype, ndim, "A", readonly=True)
-
-    f8, ip = types.float64, types.intp
-    inputs = (given(f8, 1), given(ip, 1), given(f8, 1), given(f8, 1), given(f8, 3),
-              given(f8, 3), given(f8, 2), given(f8, 2), given(f8, 3), given(ip, 2),
-              given(f8, 3), given(f8, 3), given(f8, 2))
-    outputs = (types.Array(f8, 2, "A"), types.Array(f8, 2, "A"), types.Array(f8, 3, "A"))
-    return types.void(*inputs, *outputs)
+    dtype = types.intp if integer else types.float64
+    return types.Array(dtype, ndim, "A" if readonly else "C", readonly=readonly)
 
 
-_COMPILED: list[Callable[..., None] | None] = []
+_COMPILED: list[tuple[Callable[..., None], Callable[..., None]] | None] = []
 _LOCK = threading.Lock()
 
 
-def compiled_kernel() -> Callable[..., None] | None:
-    """:func:`evaluate_samples` compiled (numba, cached on disk beside this file or in
-    ``NUMBA_CACHE_DIR``: a second or two the first time, then loaded), or None without numba.
-    The first call compiles or loads it; later calls return it."""
+def compiled_kernel() -> tuple[Callable[..., None], Callable[..., None]] | None:
+    """:func:`fit_windows` and :func:`evaluate_samples` compiled (numba, cached on disk
+    beside this file or in ``NUMBA_CACHE_DIR``: a few seconds the first time, then loaded),
+    or None without numba. The first call compiles or loads them; later calls return them."""
     with _LOCK:
         if not _COMPILED:
             _COMPILED.append(_compile())
     return _COMPILED[0]
 
 
-def _compile() -> Callable[..., None] | None:
+def _compile() -> tuple[Callable[..., None], Callable[..., None]] | None:
     try:
         import numba
     except ImportError:
         return None
-    jit: Any = numba.njit(_signature(numba), cache=True, nogil=True, error_model="numpy")
-    return jit(evaluate_samples)  # type: ignore[no-any-return]
+
+    def given(ndim: int, integer: bool = False) -> Any:
+        return _array(numba, ndim, True, integer)
+
+    def filled(ndim: int) -> Any:
+        return _array(numba, ndim, False)
+
+    jit: Any = functools.partial(numba.njit, cache=True, nogil=True, error_model="numpy")
+    windows = jit(numba.types.void(given(2), given(3), filled(3), filled(1), filled(1),
+                                   filled(3), filled(3)))(fit_windows)
+    samples = jit(numba.types.void(
+        given(1), given(1, True), given(1), given(1), given(3), given(3), given(2), given(2),
+        given(3), given(2, True), given(3), given(3), given(2), filled(2), filled(2),
+        filled(3)))(evaluate_samples)
+    return windows, samples
