@@ -61,8 +61,9 @@ CORRELATION_SHARE = 0.5
 span (a smooth kernel over W samples leaves about W / 2 correlated ones): the correlation
 time of the contact monitor's confirmation
 (:class:`~inertial_id.core.estimation.anomaly.T2Monitor`)."""
-SETUP_CHECK_EVERY = 250
-"""Samples between two set-up checks (:class:`SetupCheck`; a quarter second at 1 kHz)."""
+SETUP_CHECK_EVERY = 1000
+"""Samples between two set-up checks (:class:`SetupCheck`; a second at 1 kHz: a set-up
+mistake is there from the start, and each check refits three least-squares problems)."""
 
 
 class OnlineEstimator:
