@@ -45,6 +45,8 @@ def fit_windows(times: NDArray[np.float64], features: NDArray[np.float64],
     vander = np.empty((terms, width))
     gram = np.empty((terms, terms))
     pivot = np.empty(terms)
+    lower = np.zeros((terms, terms))
+    inverse = np.empty((terms, terms))
     step = np.empty(width - 1)
     for m in range(times.shape[0]):
         middle = times[m, width // 2]
@@ -60,8 +62,8 @@ def fit_windows(times: NDArray[np.float64], features: NDArray[np.float64],
             vander[1, k] = (times[m, k] - middle) * per_unit
             for j in range(2, terms):
                 vander[j, k] = vander[j - 1, k] * vander[1, k]
-        # The normal matrix (s in [-1, 1]: well conditioned) by its Cholesky factor, in
-        # place (lower triangle), then P = gram^-1 V column by column.
+        # The normal matrix (s in [-1, 1]: well conditioned) by its Cholesky factor L, in
+        # place (lower triangle; ``pivot`` the inverse of its diagonal).
         for a in range(terms):
             for b in range(a + 1):
                 value = 0.0
@@ -74,17 +76,26 @@ def fit_windows(times: NDArray[np.float64], features: NDArray[np.float64],
                     pivot[a] = 1.0 / gram[a, a]
                 else:
                     gram[a, b] = value * pivot[b]
-        for k in range(width):
-            for a in range(terms):  # forward: L y = v
-                value = vander[a, k]
-                for c in range(a):
-                    value -= gram[a, c] * projection[m, c, k]
-                projection[m, a, k] = value * pivot[a]
-            for a in range(terms - 1, -1, -1):  # back: L^T x = y
-                value = projection[m, a, k]
-                for c in range(a + 1, terms):
-                    value -= gram[c, a] * projection[m, c, k]
-                projection[m, a, k] = value * pivot[a]
+        # gram^-1 = L^-T L^-1 from the factor's inverse (lower), then P = gram^-1 V.
+        for a in range(terms):
+            lower[a, a] = pivot[a]
+            for b in range(a):
+                value = 0.0
+                for c in range(b, a):
+                    value -= gram[a, c] * lower[c, b]
+                lower[a, b] = value * pivot[a]
+        for a in range(terms):
+            for b in range(terms):
+                value = 0.0
+                for c in range(max(a, b), terms):
+                    value += lower[c, a] * lower[c, b]
+                inverse[a, b] = value
+        for a in range(terms):
+            for k in range(width):
+                value = 0.0
+                for b in range(terms):
+                    value += inverse[a, b] * vander[b, k]
+                projection[m, a, k] = value
         for k in range(width - 1):
             step[k] = times[m, k + 1] - times[m, k]
         for j in range(terms - 2):
