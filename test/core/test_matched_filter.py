@@ -236,12 +236,11 @@ def _random_windows(seed: int, jitter: float, width: int, per_window: int,
         stamp_windows = stamp_windows[picked[0]:picked[-1] + 1]
     else:
         wrench_windows, stamp_windows = wrench_windows[picked], stamp_windows[picked]
-    knot = (np.searchsorted(joint_t, stamp_windows, side="right") - 1
-            - windows[which][:, None])
+    knot = np.searchsorted(joint_t, stamp_windows, side="right") - 1
     position = rng.normal(size=(joint_t.size, 3))
     features = rng.normal(size=(windows.size, width - 2, 18))
     w = Windows(wrench_t[index], which, joint_t[joint_windows], position[joint_windows], None,
-                stamp_windows, wrench_windows, wrench[index], knot)
+                stamp_windows, wrench_windows, wrench[index], knot, windows)
     return w, features
 
 
@@ -256,7 +255,8 @@ def test_the_compiled_kernel_is_the_numpy_filter(seed: int, jitter: float, width
     strided views or copies."""
     w, features = _random_windows(seed, jitter, width, per_window, strided)
     rng = np.random.default_rng(seed + 1)
-    noise_at = ((rng.normal(size=(w.at.size, 6, 3)), rng.uniform(0, 1e-8, (w.at.size, 3)))
+    windows = w.joint_t.shape[0]
+    noise_at = ((rng.normal(size=(windows, 6, 3)), rng.uniform(0, 1e-8, (windows, 3)))
                 if noise else None)
     reference = matched_samples(w, features, 3, noise_at, compiled=False)
     compiled = matched_samples(w, features, 3, noise_at, compiled=True)

@@ -98,8 +98,13 @@ class Windows(NamedTuple):
     raw: NDArray[np.float64]
     """(N, 6) the samples' own wrenches."""
     knot: NDArray[np.intp]
-    """(N, K) for each wrench stamp, the index in the sample's joint window of the last joint
-    stamp at or before it (-1 before the window, W - 1 or more after it)."""
+    """(N, K) for each wrench stamp, the index of the last joint stamp at or before it, counted
+    in the record the joint windows are cut from (a view where the windows follow each
+    other) ..."""
+    window_start: NDArray[np.intp]
+    """... and (M,) the index in that record of each joint window's first stamp: ``knot -
+    window_start[which]`` is the index in the sample's joint window (-1 before the window,
+    W - 1 or more after it)."""
 
 
 def polynomial_samples(w: Windows, order: int) -> SyncedSamples:
@@ -127,7 +132,8 @@ def matched_samples(
     kinematics (``features`` (M, W-2, F), encoded, at the windows' inner joint samples)
     smoothed by the kernel of the joints' acceleration. With ``noise_at`` (the sensor
     Jacobians (N, 6, n) and the position noise variances (N, n) at each sample's joint window)
-    also the noise that position noise leaves in the smoothed acceleration. The per-sample
+    also the noise that position noise leaves in the smoothed acceleration (both (M, ...):
+    one per joint window). The per-sample
     part runs compiled (:mod:`~inertial_id.core.gathering.synchronizer.kernel`) when numba
     is installed and ``compiled``, else in numpy (the reference)."""
     at, which = w.at, w.which
@@ -158,7 +164,8 @@ def matched_samples(
         jacobian, sigma2 = noise_at if noise_at is not None else (_NO_ROWS3, _NO_ROWS2)
         noise = np.empty((at.size, 6, 6)) if noise_at is not None else _NO_ROWS3
         kernel[1](at, which, centre, scale, gammas, smoothed, w.joint_t, w.wrench_t,
-                  w.wrench, w.knot, projection, jacobian, sigma2, filtered, wrench, noise)
+                  w.wrench, w.knot, w.window_start, projection, jacobian, sigma2, filtered,
+                  wrench, noise)
         twist, proper, products = decode_features(filtered)
         return SyncedSamples(at, position, velocity, acceleration, wrench, w.raw, twist,
                              proper, noise if noise_at is not None else None, products)
@@ -169,7 +176,8 @@ def matched_samples(
     filtered = np.einsum("nm,nmf->nf", basis, smoothed[which])
     gamma = np.einsum("nm,nmk->nk", basis, gammas[which])  # (N, W-2)
     tau = w.wrench_t
-    weights = hat_kernel_at(w.joint_t[which], gamma, tau, w.knot) * _spacing(tau)
+    interval = w.knot - w.window_start[which, None]
+    weights = hat_kernel_at(w.joint_t[which], gamma, tau, interval) * _spacing(tau)
     weights /= weights.sum(axis=1, keepdims=True)
     wrench = np.einsum("nk,njk->nj", weights, w.wrench)
     twist, proper, products = decode_features(filtered)
@@ -177,7 +185,7 @@ def matched_samples(
     if noise_at is not None:
         # The sensor-frame noise J diag(|h|^2 sigma_q^2) J^T at each sample: h = basis .
         # P[2:] the second derivative's weights on the positions.
-        jacobian, sigma2 = noise_at  # (N, 6, n), (N, n)
+        jacobian, sigma2 = noise_at[0][which], noise_at[1][which]  # (N, 6, n), (N, n)
         h = np.einsum("nm,nmw->nw", basis, projection[which, 2:, :])
         variance = np.einsum("nw,nw->n", h, h)[:, None] * sigma2
         noise = np.einsum("nik,nk,njk->nij", jacobian, variance, jacobian)

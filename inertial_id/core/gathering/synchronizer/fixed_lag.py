@@ -353,30 +353,32 @@ class FixedLagSynchronizer:
         new[0] = True
         np.not_equal(ks[1:], ks[:-1], out=new[1:])
         centres, which = ks[new], np.cumsum(new) - 1
-        joint_windows = centres[:, None] + js.offsets()
-        starts, width = index - ws.before, ws.before + ws.after + 1  # the wrench windows
+        window_start = centres - js.before  # each joint window's first sample
+        width = self.window
+        starts, span = index - ws.before, ws.before + ws.after + 1  # the wrench windows
         q, wrenches = self._joint_q.view(), self._wrench_w.view()
-        velocity = (self._joint_v.view()[joint_windows] if self.use_measured_velocity
-                    else None)
+        velocity = (row_windows(self._joint_v.view(), window_start, width).transpose(0, 2, 1)
+                    if self.use_measured_velocity else None)
         # The joint sample at or before each wrench stamp of the windows, by one search over
-        # the stamps the windows cover; counted from the start of the sample's joint window.
+        # the stamps the windows cover.
         first = int(starts[0])
-        covered = wrench_t[first : int(starts[-1]) + width]
+        covered = wrench_t[first : int(starts[-1]) + span]
         at_or_before = np.searchsorted(joint_t, covered, side="right") - 1
-        knot = row_windows(at_or_before, starts - first, width) - joint_windows[which, :1]
-        windows = Windows(wrench_t[index], which, joint_t[joint_windows], q[joint_windows],
-                          velocity, row_windows(wrench_t, starts, width),
-                          row_windows(wrenches, starts, width), wrenches[index], knot)
+        windows = Windows(wrench_t[index], which, row_windows(joint_t, window_start, width),
+                          row_windows(q, window_start, width).transpose(0, 2, 1), velocity,
+                          row_windows(wrench_t, starts, span),
+                          row_windows(wrenches, starts, span), wrenches[index],
+                          row_windows(at_or_before, starts - first, span), window_start)
         if self.kinematics is None:
             return polynomial_samples(windows, self.order)
         noise_at = None
         if self.jacobians is not None:
             # J at the window's joint sample k (at or before the wrench stamp), sigma_q^2 in
-            # effect at row k - 1 (row k has none yet when lag is 0).
-            at_or_before = joint_windows[:, self.window - 1 - self.lag]
-            noise_at = (self.jacobians(q[at_or_before])[which],  # (N, 6, n)
-                        self._joint_s.view()[at_or_before - 1][which])  # (N, n)
-        features = row_windows(self._joint_f.view(), joint_windows[:, 1], self.window - 2)
+            # effect at row k - 1 (row k has none yet when lag is 0); one per joint window.
+            at_sample = window_start + self.window - 1 - self.lag
+            noise_at = (self.jacobians(q[at_sample]),  # (M, 6, n)
+                        self._joint_s.view()[at_sample - 1])  # (M, n)
+        features = row_windows(self._joint_f.view(), window_start + 1, self.window - 2)
         return matched_samples(windows, features.transpose(0, 2, 1), self.order, noise_at)
 
     def _prune(self, joint_t: NDArray[np.float64], js: Span, ws: Span) -> None:

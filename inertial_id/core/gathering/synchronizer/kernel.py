@@ -116,6 +116,7 @@ def evaluate_samples(at: NDArray[np.float64], which: NDArray[np.intp],
                      gammas: NDArray[np.float64], smoothed: NDArray[np.float64],
                      knots: NDArray[np.float64], tau: NDArray[np.float64],
                      wrench: NDArray[np.float64], knot: NDArray[np.intp],
+                     window_start: NDArray[np.intp],
                      projection: NDArray[np.float64], jacobian: NDArray[np.float64],
                      sigma2: NDArray[np.float64], filtered: NDArray[np.float64],
                      wrench_out: NDArray[np.float64], noise: NDArray[np.float64]) -> None:
@@ -128,16 +129,17 @@ def evaluate_samples(at: NDArray[np.float64], which: NDArray[np.intp],
     (M, p - 1, F) and the fit's ``projection`` (M, p + 1, W). Per sample n: its stamp ``at``,
     its window ``which``, the K wrench stamps ``tau`` (N, K) and wrenches ``wrench``
     (N, 6, K) of its wrench window (N, 6 components, K stamps; any strides), ``knot``
-    (N, K) the index in the joint window of the last joint stamp at or before each ``tau``,
-    and for the noise the sensor Jacobians ``jacobian`` (N, 6, n) and the position noise
-    variances ``sigma2`` (N, n) (pass zero rows to skip it).
+    (N, K) the index of the last joint stamp at or before each ``tau`` in the record whose
+    index ``window_start`` (M,) each joint window starts at; for the noise, per joint window,
+    the sensor Jacobians ``jacobian`` (M, 6, n) and the position noise variances ``sigma2``
+    (M, n) (pass zero rows to skip it).
     """
     orders = gammas.shape[1]
     inner = gammas.shape[2]
     width = knots.shape[1]
     n_features = smoothed.shape[2]
     stamps = tau.shape[1]
-    with_noise = jacobian.shape[0] == at.shape[0]
+    with_noise = jacobian.shape[0] > 0
     basis = np.empty(orders)
     peaks = np.zeros(width)
     total6 = np.empty(6)
@@ -161,8 +163,9 @@ def evaluate_samples(at: NDArray[np.float64], which: NDArray[np.intp],
             peaks[k + 1] = 2.0 * g / (knots[m, k + 2] - knots[m, k])
         total = 0.0
         total6[:] = 0.0
+        first = window_start[m]
         for k in range(stamps):
-            i = min(max(knot[n, k], 0), width - 2)
+            i = min(max(knot[n, k] - first, 0), width - 2)
             t0 = knots[m, i]
             fraction = min(max((tau[n, k] - t0) / (knots[m, i + 1] - t0), 0.0), 1.0)
             kernel = peaks[i] * (1.0 - fraction) + peaks[i + 1] * fraction
@@ -186,12 +189,12 @@ def evaluate_samples(at: NDArray[np.float64], which: NDArray[np.intp],
                     h += basis[j] * projection[m, j + 2, w]
                 norm2 += h * h
             for q in range(variance.shape[0]):
-                variance[q] = norm2 * sigma2[n, q]
+                variance[q] = norm2 * sigma2[m, q]
             for a in range(6):
                 for b in range(a, 6):
                     value = 0.0
                     for q in range(variance.shape[0]):
-                        value += jacobian[n, a, q] * variance[q] * jacobian[n, b, q]
+                        value += jacobian[m, a, q] * variance[q] * jacobian[m, b, q]
                     noise[n, a, b] = value
                     noise[n, b, a] = value
 
@@ -237,6 +240,6 @@ def _compile() -> tuple[Callable[..., None], Callable[..., None]] | None:
                                    filled(3), filled(3)))(fit_windows)
     samples = jit(numba.types.void(
         given(1), given(1, True), given(1), given(1), given(3), given(3), given(2), given(2),
-        given(3), given(2, True), given(3), given(3), given(2), filled(2), filled(2),
-        filled(3)))(evaluate_samples)
+        given(3), given(2, True), given(1, True), given(3), given(3), given(2), filled(2),
+        filled(2), filled(3)))(evaluate_samples)
     return windows, samples
