@@ -250,6 +250,27 @@ def test_interval_stamps_peak_and_a_second_contact() -> None:
     assert int(r.contact.sum()) == (14 - 12 + 1) + 2 + (31 - 29 + 1) + 2
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.3, 0.8, 1.5, 4.0]), min_size=1, max_size=120),
+       st.integers(1, 4), st.integers(1, 6), st.integers(1, 5))
+def test_update_flags_what_stepping_every_sample_flags(levels: list[float], on: int, off: int,
+                                                       batches: int) -> None:
+    """The batch update (which skips the samples under the threshold out of contact) gives
+    the flags, intervals and state of the debounce stepped sample by sample."""
+    fast = identity_monitor(on_samples=on, off_samples=off, release=0.5)
+    slow = identity_monitor(on_samples=on, off_samples=off, release=0.5)
+    e = np.zeros((len(levels), P))
+    e[:, 0] = np.sqrt(np.asarray(levels) * fast.threshold)
+    times = 1e-3 * np.arange(len(levels))
+    flags = []
+    for part in np.array_split(np.arange(len(levels)), batches):
+        flags.extend(fast.update(times[part], e[part]).contact.tolist())
+    expected = [slow._step(t, v) for t, v in zip(times, slow.t2(e), strict=True)]
+    assert flags == expected
+    assert fast.intervals == slow.intervals
+    assert (fast.in_contact, fast.contact_start) == (slow.in_contact, slow.contact_start)
+
+
 def test_untrained_monitor_flags_nothing_and_adapt_refines() -> None:
     rng = np.random.default_rng(1)
     monitor = T2Monitor(training_samples=500, adapt=True)

@@ -275,17 +275,19 @@ class T2Monitor:
             t2_filtered = self._confirm.t2(f)
             confirmed = t2_filtered > self._confirm.threshold
             settled = t2_filtered < self.release * self._confirm.threshold
-        # Out of contact, samples under the threshold only end a run above it: the loop
-        # starts at the first sample over it.
-        first = 0
-        if not self._in_contact:
-            over = np.flatnonzero(t2 > self._threshold)
-            first = int(over[0]) if over.size else t.size
-            if first:
-                self._above = 0
+        # Out of contact, a sample under the threshold only ends a run above it (flag
+        # False): the samples up to the next one over it are skipped at once.
+        over = np.flatnonzero(t2 > self._threshold)
         flags = np.zeros(t.size, dtype=bool)
-        flags[first:] = [self._step(*x) for x in zip(t[first:], t2[first:], confirmed[first:],
-                                                     settled[first:], strict=True)]
+        k = 0
+        while k < t.size:
+            if not self._in_contact and t2[k] <= self._threshold:
+                self._above = 0
+                j = int(np.searchsorted(over, k, side="right"))
+                k = int(over[j]) if j < over.size else t.size
+                continue
+            flags[k] = self._step(t[k], t2[k], confirmed[k], settled[k])
+            k += 1
         if self.adapt and np.any(~flags):
             self._refine(e[~flags])
         return T2Result(t2, flags, self._threshold)
