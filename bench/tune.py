@@ -4,9 +4,14 @@ Simulates labelled bags of the bundled arm (mixed payloads, F/T noise levels and
 some of them weak: the defaults' contact monitor misses or is late on those), writes their
 labels (payload and contact intervals from the simulation's truth), runs ``inertial-id tune``
 on them (half held out) and prints the held-out scores of the defaults and of the tuned
-parameters; ``--json`` writes them.
+parameters; ``--json`` writes them. ``--vibration RATIO`` adds vibration bursts to the
+F/T readings (:func:`inertial_id.core.simulation.random_vibrations`: 15-40 Hz, 0.2-0.6 s, peak
+force 0.5-1 times RATIO times the bag's force noise std, ``--vibration-rate`` per second, at
+least 0.5 s from any contact): a tool's or the arm's vibration, not a contact, so the labels
+name none there.
 
     python bench/tune.py --bags 12 --duration 20 --trials 20 --workers 2
+    python bench/tune.py --bags 12 --duration 20 --trials 20 --workers 2 --vibration 5
 """
 
 from __future__ import annotations
@@ -22,15 +27,18 @@ import numpy as np
 import yaml
 
 from inertial_id.core.parameters import BodyParameters
-from inertial_id.core.simulation import Contact, default_payload
+from inertial_id.core.simulation import Contact, default_payload, random_vibrations
 from inertial_id.tools.synthetic import SimulateOptions, simulate_bag
 from inertial_id.tools.tune import TuneOptions, report_lines, run_tune
 
 
 def make_bags(root: Path, count: int, duration: float, seed: int,
-              force_range: tuple[float, float] = (0.8, 6.0)) -> Path:
+              force_range: tuple[float, float] = (0.8, 6.0), vibration: float = 0.0,
+              vibration_rate: float = 0.3) -> Path:
     """``count`` labelled bags under ``root``, contacts of ``force_range`` (N, low and high of a
-    uniform draw); returns the labels file."""
+    uniform draw) and, with ``vibration`` > 0, vibration bursts of a peak force up to
+    ``vibration`` times the bag's force noise std, ``vibration_rate`` per second (none within
+    0.5 s of a contact); returns the labels file."""
     rng = np.random.default_rng(seed)
     labels = {}
     for i in range(count):
@@ -48,10 +56,13 @@ def make_bags(root: Path, count: int, duration: float, seed: int,
                 contacts.append(Contact(start, float(rng.uniform(0.2, 1.0)),
                                         tuple(float(f) for f in force)))
         name = f"r{i % 3}/bag{i:02d}"
+        vibrations = () if vibration <= 0.0 else random_vibrations(
+            duration, vibration_rate, vibration * noise,
+            avoid=tuple((c.start, c.start + c.duration) for c in contacts), seed=seed * 1000 + i)
         simulate_bag(root / name, SimulateOptions(
             duration=duration, payload=BodyParameters.from_mass_com_inertia(mass, com, inertia),
             force_noise_std=noise, torque_noise_std=noise / 20.0, contacts=tuple(contacts),
-            seed=seed * 1000 + i, trajectory_seed=1 + i % 4))
+            vibrations=vibrations, seed=seed * 1000 + i, trajectory_seed=1 + i % 4))
         labels[name] = {"payload": {"mass": mass, "com": com},
                         "contacts": [[c.start, c.start + c.duration] for c in contacts]}
     path = root / "labels.yaml"
@@ -71,6 +82,12 @@ def main() -> int:
     parser.add_argument("--force", type=float, nargs=2, default=(0.8, 6.0), metavar=("LOW", "HIGH"),
                         help="contact forces drawn from LOW..HIGH N (default 0.8 6; weak "
                              "contacts, e.g. 0.2 1, are where the defaults miss some)")
+    parser.add_argument("--vibration", type=float, default=0.0, metavar="RATIO",
+                        help="vibration bursts on the F/T readings, 15-40 Hz, 0.2-0.6 s, peak "
+                             "force 0.5-1 times RATIO times the bag's force noise std "
+                             "(default 0: none)")
+    parser.add_argument("--vibration-rate", type=float, default=0.3, metavar="PER_S",
+                        help="vibration bursts per second on average (default 0.3)")
     parser.add_argument("--dir", type=Path, help="keep the bags here (default: a temporary "
                                                  "directory)")
     parser.add_argument("--json", type=Path, help="write the results here")
@@ -78,7 +95,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="tune_bench_") as tmp:
         root = args.dir or Path(tmp)
         began = time.monotonic()
-        labels = make_bags(root, args.bags, args.duration, args.seed, tuple(args.force))
+        labels = make_bags(root, args.bags, args.duration, args.seed, tuple(args.force),
+                           args.vibration, args.vibration_rate)
         simulated = time.monotonic() - began
         options = TuneOptions(inputs=(str(root),), output=root / "tuned.yaml", labels=labels,
                               trials=args.trials, workers=args.workers, seed=args.seed,

@@ -7,7 +7,8 @@ wrench the F/T sensor reports, ``s Y(v, a_g) pi - s w_ext + offset + noise`` (``
 the payload-on-sensor convention, ``w_ext`` an external contact wrench applied to the payload,
 sensor frame), and the joint torques a torque-sensing arm reports: the rigid-body torques of
 the URDF's links (RNEA) plus ``J^T (Y pi - w_ext)`` of the payload at the sensor frame, plus
-friction ``fc tanh(qd / 0.03) + fv qd`` and noise.
+friction ``fc tanh(qd / 0.03) + fv qd`` and noise. Optional :class:`Vibration` bursts (a tool's
+or the structure's vibration, not a contact) add to the F/T reading only.
 """
 
 from __future__ import annotations
@@ -126,6 +127,84 @@ class Contact:
         return np.concatenate((f, skew(self.point) @ f))
 
 
+@dataclass(frozen=True)
+class Vibration:
+    """A vibration burst on the F/T reading (sensor frame): not a contact, nothing touches the
+    payload.
+
+    What it models: a wrist F/T sensor also reads the vibration of what is bolted to it and of
+    the arm it is on. A tool's or gripper's motor (an unbalanced spindle, a screwdriver, a
+    gripper's drive while it closes), a pneumatic valve switching, or an arm's structural
+    modes rung up by a jerky stop shake the payload at tens of hertz for a fraction of a
+    second; the inertial force of that motion, ``m a``, is what the sensor reports on top of
+    the rigid-body wrench. Typical values, used by ``bench/tune.py``: 15-40 Hz (where an arm's
+    lowest structural modes with a payload and the rotation of a spindle or a gripper's drive
+    commonly lie), 0.2-0.6 s, a peak force of tenths of a newton to a newton or two (a 1 kg
+    tool oscillating 0.01-0.08 mm at 25 Hz: ``m (2 pi f)^2 x`` = 0.25-2 N), a few times the
+    sensor's white noise.
+    Such a burst has zero mean, so a low-pass (the gatherer's filtered wrench) removes most of
+    it, while a contact is a force held for its duration.
+
+    The reading gains ``e(t) sin(2 pi frequency (t - start) + phase) [F; p x F]`` for
+    ``start <= t < start + duration`` (s): ``F = force`` (N, peak, sensor frame), applied at
+    ``point`` (m, sensor frame; the torque in N m), ``e`` a Hann envelope (rises from and
+    falls to zero over the burst, a ring-up and ring-down; 1 at its middle), ``frequency``
+    in Hz, ``phase`` in rad.
+    """
+
+    start: float
+    duration: float
+    frequency: float
+    force: tuple[float, float, float]
+    point: tuple[float, float, float] = (0.0, 0.0, 0.1)
+    phase: float = 0.0
+
+    def wrench(self, times: ArrayLike) -> NDArray[np.float64]:
+        """The burst's wrench at ``times`` (s), (N, 6): N and N m, sensor frame; zero outside
+        the burst."""
+        t = np.atleast_1d(np.asarray(times, dtype=float))
+        out = np.zeros((t.size, 6))
+        active = (t >= self.start) & (t < self.start + self.duration)
+        if not active.any() or self.duration <= 0.0:
+            return out
+        s = t[active] - self.start
+        envelope = np.sin(np.pi * s / self.duration) ** 2
+        wave = envelope * np.sin(2.0 * np.pi * self.frequency * s + self.phase)
+        f = np.asarray(self.force, dtype=float)
+        out[active] = wave[:, None] * np.concatenate((f, skew(self.point) @ f))[None, :]
+        return out
+
+
+def random_vibrations(duration: float, rate: float, amplitude: float,
+                      band: tuple[float, float] = (15.0, 40.0),
+                      length: tuple[float, float] = (0.2, 0.6),
+                      avoid: tuple[tuple[float, float], ...] = (), clearance: float = 0.5,
+                      seed: int = 0) -> tuple[Vibration, ...]:
+    """Bursts of :class:`Vibration` at random times over ``[0, duration)`` s, ``rate`` per
+    second on average (Poisson; fewer when they do not fit): each one's frequency uniform in
+    ``band`` (Hz), its length uniform in ``length`` (s), its peak force ``amplitude`` (N) times
+    a uniform 0.5-1 in a random direction (sensor frame), its phase random. None overlaps
+    another or comes within ``clearance`` (s) of an interval of ``avoid`` (``(start, end)``
+    s, e.g. the contacts, so the labels of those stay true). Reproducible from ``seed``; uses
+    its own random stream."""
+    rng = np.random.default_rng([seed, 27])
+    bursts: list[Vibration] = []
+    taken = [(a - clearance, b + clearance) for a, b in avoid]
+    for _ in range(int(rng.poisson(rate * duration))):
+        d = float(rng.uniform(*length))
+        start = float(rng.uniform(0.0, max(0.0, duration - d)))
+        direction = rng.normal(size=3)
+        force = direction / np.linalg.norm(direction) * amplitude * rng.uniform(0.5, 1.0)
+        frequency = float(rng.uniform(*band))
+        phase = float(rng.uniform(0.0, 2.0 * np.pi))
+        if any(start < b and start + d > a for a, b in taken):
+            continue
+        taken.append((start - clearance, start + d + clearance))
+        bursts.append(Vibration(start, d, frequency, tuple(float(x) for x in force),
+                                phase=phase))
+    return tuple(sorted(bursts, key=lambda v: v.start))
+
+
 @dataclass
 class PayloadSimulation:
     """Joint states and F/T readings of a robot moving a known payload (see module docstring).
@@ -143,7 +222,9 @@ class PayloadSimulation:
     direction-memory state of :class:`~inertial_id.core.joint_torque.friction.FrictionModel` (dead
     band
     :data:`FRICTION_VELOCITY_SCALE`), continued from one :meth:`joint_efforts` call to the
-    next, so successive calls must be consecutive times.
+    next, so successive calls must be consecutive times. ``vibrations``: bursts added to the
+    F/T reading only (:class:`Vibration`; none by default, and then the readings are what
+    they were without the field).
     """
 
     kinematics: SensorKinematics
@@ -160,6 +241,7 @@ class PayloadSimulation:
     viscous_friction: float = 0.1
     presliding: float = 0.0
     contacts: tuple[Contact, ...] = ()
+    vibrations: tuple[Vibration, ...] = ()
     payload_changes: tuple[tuple[float, BodyParameters], ...] = ()
     seed: int = 0
     driver_payloads: list[tuple[float, float, NDArray[np.float64]]] = field(
@@ -222,6 +304,14 @@ class PayloadSimulation:
             out[active] += contact.wrench()
         return out
 
+    def vibration_wrench(self, times: ArrayLike) -> NDArray[np.float64]:
+        """The :attr:`vibrations`' wrench at each time, (N, 6), N and N m, sensor frame."""
+        t = np.atleast_1d(np.asarray(times, dtype=float))
+        out = np.zeros((t.size, 6))
+        for burst in self.vibrations:
+            out += burst.wrench(t)
+        return out
+
     def _held_wrench(self, times: NDArray[np.float64], q: NDArray[np.float64],
                      qd: NDArray[np.float64], qdd: NDArray[np.float64],
                      compensated: bool = False) -> NDArray[np.float64]:
@@ -239,6 +329,8 @@ class PayloadSimulation:
         """F/T readings at ``times``, (N, 6), compensated for the driver's payload."""
         q, qd, qdd = self.trajectory(times)
         clean = self.sign * self._held_wrench(times, q, qd, qdd, compensated=True) + self.offset
+        if self.vibrations:
+            clean = clean + self.vibration_wrench(times)
         if not noise:
             return clean
         std = np.repeat([self.force_noise_std, self.torque_noise_std], 3)

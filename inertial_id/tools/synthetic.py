@@ -27,6 +27,7 @@ from inertial_id.core.simulation import (
     Contact,
     FourierTrajectory,
     PayloadSimulation,
+    Vibration,
     bundled_urdf_path,
     default_payload,
 )
@@ -59,6 +60,9 @@ class SimulateOptions:
     force_noise_std: float = 0.08
     torque_noise_std: float = 0.004
     contacts: tuple[Contact, ...] = ()
+    vibrations: tuple[Vibration, ...] = ()
+    """Vibration bursts on the F/T reading, not contacts (:class:`~inertial_id.core.simulation.
+    Vibration`; listed in ``ground_truth.yaml`` when there are any)."""
     payload_change: tuple[float, BodyParameters] | None = None
     seed: int = 0
     trajectory_seed: int = 1
@@ -73,7 +77,7 @@ def _simulation(options: SimulateOptions) -> tuple[PayloadSimulation, str]:
     sim = PayloadSimulation(
         kinematics, trajectory, payload=options.payload, offset=np.asarray(options.offset),
         force_noise_std=options.force_noise_std, torque_noise_std=options.torque_noise_std,
-        contacts=options.contacts, seed=options.seed,
+        contacts=options.contacts, vibrations=options.vibrations, seed=options.seed,
         payload_changes=(options.payload_change,) if options.payload_change else (),
     )
     return sim, Path(urdf).read_text()
@@ -118,6 +122,8 @@ def simulate_bag(path: str | Path, options: SimulateOptions) -> Path:
         "wrench_offset": list(options.offset),
         "contacts": [[c.start, c.start + c.duration] for c in options.contacts],
     }
+    if options.vibrations:
+        truth["vibrations"] = [[v.start, v.start + v.duration] for v in options.vibrations]
     if options.payload_change:
         truth["payload_change"] = {"time": options.payload_change[0],
                                    "payload": _truth(options.payload_change[1])}

@@ -15,8 +15,10 @@ from inertial_id.core.simulation import (
     Contact,
     FourierTrajectory,
     PayloadSimulation,
+    Vibration,
     bundled_urdf_path,
     default_payload,
+    random_vibrations,
 )
 
 
@@ -142,6 +144,58 @@ def test_overlapping_contacts_add_up(kinematics):
     np.testing.assert_allclose(both, first.wrench() + second.wrench(), atol=1e-15)
     # (0.1, 0, 0) x (0, 2, 0) = (0, 0, 0.2); default point (0, 0, 0.1) x (1, 0, 0) = (0, 0.1, 0)
     np.testing.assert_allclose(both, [1.0, 2.0, 0.0, 0.0, 0.1, 0.2], atol=1e-15)
+
+
+def test_vibration_is_a_burst_in_its_band(kinematics):
+    """A 25 Hz burst from 1.0 to 1.4 s: the reading differs from the burst-free one by the
+    burst alone (the noise stream is the same), nothing outside the burst, its spectrum peaks
+    at 25 Hz, its peak is the force given at the burst's middle, the torque ``p x F``."""
+    force, point = (0.3, -0.4, 0.0), (0.0, 0.0, 0.1)
+    burst = Vibration(1.0, 0.4, 25.0, force, point=point, phase=0.3)
+    t = np.arange(0.0, 3.0, 1e-3)
+    with_burst = PayloadSimulation(kinematics, trajectory(0), vibrations=(burst,), seed=5)
+    without = PayloadSimulation(kinematics, trajectory(0), seed=5)
+    difference = with_burst.wrench(t) - without.wrench(t)
+    inside = (t >= 1.0) & (t < 1.4)
+    np.testing.assert_allclose(difference, burst.wrench(t), atol=1e-12)
+    assert np.all(difference[~inside] == 0.0)
+    np.testing.assert_allclose(difference[:, 3:], np.cross(point, difference[:, :3]), atol=1e-15)
+    peak = np.max(np.linalg.norm(difference[:, :3], axis=1))
+    assert 0.95 * 0.5 < peak <= 0.5 + 1e-12  # |F| = 0.5 N, reached near the Hann envelope's top
+    spectrum = np.abs(np.fft.rfft(difference[:, 0]))
+    frequency = np.fft.rfftfreq(t.size, 1e-3)
+    assert abs(frequency[np.argmax(spectrum)] - 25.0) <= 1.0
+    band = (frequency > 15.0) & (frequency < 35.0)
+    assert np.sum(spectrum[band] ** 2) > 0.99 * np.sum(spectrum**2)  # nothing at DC: no contact
+    assert abs(difference[:, :3].mean()) < 1e-3
+
+
+def test_zero_vibration_changes_nothing(kinematics):
+    """No bursts, or a burst of zero force: bit-identical readings and joint states (the
+    bursts draw nothing from the noise's random stream)."""
+    t = np.arange(0.0, 2.0, 1e-3)
+    silent = Vibration(0.5, 0.5, 20.0, (0.0, 0.0, 0.0))
+    runs = [PayloadSimulation(kinematics, trajectory(2), seed=3, **extra)
+            for extra in ({}, {"vibrations": ()}, {"vibrations": (silent,)})]
+    readings = [(sim.wrench(t), *sim.joint_states(t)) for sim in runs]
+    for other in readings[1:]:
+        for a, b in zip(readings[0], other, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_random_vibrations_keep_their_ranges_and_clear_of_contacts():
+    contacts = ((8.0, 9.0), (14.0, 14.5))
+    bursts = random_vibrations(60.0, 0.5, 0.4, avoid=contacts, seed=4)
+    assert bursts == random_vibrations(60.0, 0.5, 0.4, avoid=contacts, seed=4)
+    assert bursts != random_vibrations(60.0, 0.5, 0.4, avoid=contacts, seed=5)
+    assert 10 <= len(bursts) <= 30  # 30 expected, fewer fit
+    for v in bursts:
+        assert 15.0 <= v.frequency <= 40.0 and 0.2 <= v.duration <= 0.6
+        assert 0.2 - 1e-12 <= np.linalg.norm(v.force) <= 0.4 + 1e-12
+        assert v.start >= 0.0 and v.start + v.duration <= 60.0
+        assert all(v.start + v.duration + 0.5 <= a or v.start >= b + 0.5 for a, b in contacts)
+    for first, second in zip(bursts, bursts[1:], strict=False):
+        assert first.start + first.duration + 0.5 <= second.start
 
 
 def test_default_payload_and_home():
