@@ -27,6 +27,7 @@ from sensor_msgs.msg import JointState
 
 from inertial_id.core.errors import DuplicateJointError, InertialIdError
 from inertial_id.core.gathering.gatherer import OTHER_FRAME, Gathering, OtherFrameError
+from inertial_id.core.gathering.synchronizer.kernel import compiled_kernel
 from inertial_id.core.gathering.timepolicy import RESETS
 from inertial_id.io.cdr import CdrDecoder, CdrEncoder
 from inertial_id.msg import JointSamples
@@ -70,6 +71,8 @@ class Gatherer(PipelineNode):
         """Inputs, output, timers; the joint mapping once the URDF is known."""
         self.values = values
         self.settings = gatherer_settings(values)
+        if self.settings.matched:  # loaded (or compiled, the first time) before any input
+            compiled_kernel()
         self.gathering: Gathering | None = None
         self.joint_input, self.wrench_input = Silence(), Silence()
         self.rejected: Counter[str] = Counter()
