@@ -12,7 +12,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from rosbags.typesys import Stores, get_typestore
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.gathering.gatherer import JointStateSample, MessageBlock, WrenchSample
 from inertial_id.io.cdr import CdrDecoder, stamp_parts
+from inertial_id.io.mcap_scan import ChunkMessages, TruncatedRecord, chunk_messages
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 WRENCH = "geometry_msgs/msg/WrenchStamped"
@@ -152,13 +152,21 @@ class BagReader:
                ) -> Iterator[MessageBlock | JointStateSample | WrenchSample]:
         """:meth:`messages`, up to ``size`` at a time decoded at once into a
         :class:`MessageBlock` (no object per message) where their payloads allow it
-        (:meth:`CdrDecoder.block`), else one by one; log-time order throughout."""
+        (:meth:`CdrDecoder.block`), else one by one; log-time order throughout. An MCAP
+        file's chunks are decoded where they lie (:func:`mcap_messages`,
+        :meth:`CdrDecoder.packed_block`): the blocks of :meth:`payloads`, with no bytes
+        object per message."""
         assert self.topics is not None
         conns = [c for c in self._connections() if c.topic != self.topics.robot_description]
         decoder = CdrDecoder()
         try:
-            for types, payloads in self.payloads(conns, size):
-                yield from self._decode(decoder, types, payloads)
+            chunks = mcap_messages(self._reader, conns)
+            if chunks is None:
+                for types, payloads in self._rosbags_payloads(conns, size):
+                    yield from self._decode(decoder, types, payloads)
+                return
+            for data, found, channels in chunks:
+                yield from self._decode_chunk(decoder, data, found, channels, size)
         except BagError:
             raise
         except Exception as exc:  # a truncated or corrupt bag fails part-way
@@ -171,11 +179,16 @@ class BagReader:
         chunks follow each other in log time (:func:`mcap_chunks`: the order rosbags gives,
         without an object per message), else through rosbags' reader."""
         chunks = mcap_chunks(self._reader, connections)
-        if chunks is not None:
-            for types, payloads in chunks:
-                for start in range(0, len(payloads), size):
-                    yield types[start : start + size], payloads[start : start + size]
+        if chunks is None:
+            yield from self._rosbags_payloads(connections, size)
             return
+        for types, payloads in chunks:
+            for start in range(0, len(payloads), size):
+                yield types[start : start + size], payloads[start : start + size]
+
+    def _rosbags_payloads(self, connections: Sequence[Connection], size: int
+                          ) -> Iterator[tuple[list[str], list[bytes]]]:
+        """:meth:`payloads` through rosbags' reader."""
         types: list[str] = []
         payloads: list[bytes] = []
         for connection, _, raw in self._reader.messages(connections=connections):
@@ -186,6 +199,27 @@ class BagReader:
                 types, payloads = [], []
         if payloads:
             yield types, payloads
+
+    def _decode_chunk(self, decoder: CdrDecoder, data: bytes, found: ChunkMessages,
+                      channels: dict[int, str], size: int
+                      ) -> Iterator[MessageBlock | JointStateSample | WrenchSample]:
+        """:meth:`_decode` of one MCAP chunk's messages (``found`` in ``data``; ``channels``:
+        channel id: message type) ``size`` at a time, from the chunk's bytes."""
+        wrenches = [channel for channel, msgtype in channels.items() if msgtype != JOINT_STATE]
+        is_wrench = np.isin(found.channel, np.array(wrenches, dtype=np.int64))
+        for start in range(0, len(found.channel), size):
+            part = found.take(slice(start, start + size))
+            kinds = is_wrench[start : start + size].copy()
+            if len(kinds) > 1:
+                try:
+                    block = decoder.packed_block(kinds, data, part.offset, part.length)
+                except (ValueError, struct.error):
+                    block = None
+                if block is not None:
+                    yield block
+                    continue
+            yield from self._one_by_one(decoder, kinds.tolist(), _chunk_types(part, channels),
+                                        _chunk_payloads(data, part))
 
     def _decode(self, decoder: CdrDecoder, types: Sequence[str], payloads: Sequence[bytes]
                 ) -> Iterator[MessageBlock | JointStateSample | WrenchSample]:
@@ -201,6 +235,12 @@ class BagReader:
             if block is not None:
                 yield block
                 return
+        yield from self._one_by_one(decoder, kinds, types, payloads)
+
+    def _one_by_one(self, decoder: CdrDecoder, kinds: Sequence[bool], types: Sequence[str],
+                    payloads: Sequence[bytes]
+                    ) -> Iterator[JointStateSample | WrenchSample]:
+        """:meth:`_decode`'s messages one by one (``kinds``: which are wrenches)."""
         for wrench, msgtype, raw in zip(kinds, types, payloads, strict=True):
             if CdrDecoder.little_endian_cdr(raw):
                 yield decoder.wrench(raw) if wrench else decoder.joint_state(raw)
@@ -220,18 +260,13 @@ class BagReader:
                             np.array([f.x, f.y, f.z, t.x, t.y, t.z]))
 
 
-_MCAP_RECORD = struct.Struct("<BQ")  # opcode, length
-_MCAP_MESSAGE = struct.Struct("<HIQQ")  # channel id, sequence, log time, publish time (ns)
 _MCAP_CRC = struct.Struct("<I")
 
 
-def mcap_chunks(reader: AnyReader, connections: Sequence[Connection]
-                ) -> Iterator[tuple[list[str], list[bytes]]] | None:
-    """The messages of ``connections`` chunk by chunk (message types, CDR payloads; each
-    chunk's sorted by log time, stably, as rosbags does) when the bag is one indexed MCAP
-    file read by rosbags' ``McapReader`` (the reader objects of rosbags 0.11), its
-    messages not compressed one by one and its chunks following each other in log time
-    (then rosbags' merge of the chunks is their concatenation); None otherwise."""
+def _mcap_source(reader: AnyReader, connections: Sequence[Connection]
+                 ) -> tuple[Any, list[Any], dict[int, str]] | None:
+    """The MCAP reader, its chunks in file order and the channels of ``connections``
+    (channel id: message type) that :func:`mcap_chunks` reads, or None."""
     try:
         (bag,) = reader.readers
         (storage,) = bag.storage.storages
@@ -248,13 +283,48 @@ def mcap_chunks(reader: AnyReader, connections: Sequence[Connection]
             or any(a.message_end_time > b.message_start_time
                    for a, b in zip(chunks, chunks[1:], strict=False))):
         return None
-    return _read_mcap_chunks(storage, chunks, channels)
+    return storage, chunks, channels
+
+
+def mcap_chunks(reader: AnyReader, connections: Sequence[Connection]
+                ) -> Iterator[tuple[list[str], list[bytes]]] | None:
+    """The messages of ``connections`` chunk by chunk (message types, CDR payloads; each
+    chunk's sorted by log time, stably, as rosbags does) when the bag is one indexed MCAP
+    file read by rosbags' ``McapReader`` (the reader objects of rosbags 0.11), its
+    messages not compressed one by one and its chunks following each other in log time
+    (then rosbags' merge of the chunks is their concatenation); None otherwise."""
+    found = mcap_messages(reader, connections)
+    if found is None:
+        return None
+    return ((_chunk_types(messages, channels), _chunk_payloads(data, messages))
+            for data, messages, channels in found)
+
+
+def _chunk_types(messages: ChunkMessages, channels: dict[int, str]) -> list[str]:
+    """The message types of ``messages`` (``channels``: channel id: message type)."""
+    return [channels[channel] for channel in messages.channel.tolist()]
+
+
+def _chunk_payloads(data: bytes, messages: ChunkMessages) -> list[bytes]:
+    """The payloads of ``messages`` (in ``data``), one bytes object each."""
+    return [data[a : a + n] for a, n in zip(messages.offset.tolist(),
+                                            messages.length.tolist(), strict=True)]
+
+
+def mcap_messages(reader: AnyReader, connections: Sequence[Connection]
+                  ) -> Iterator[tuple[bytes, ChunkMessages, dict[int, str]]] | None:
+    """:func:`mcap_chunks` as each chunk's bytes, where its messages lie in them
+    (:func:`~inertial_id.io.mcap_scan.chunk_messages`: in log-time order) and the channels
+    read (channel id: message type); None where :func:`mcap_chunks` is None."""
+    source = _mcap_source(reader, connections)
+    return None if source is None else _read_mcap_chunks(*source)
 
 
 def _read_mcap_chunks(storage: Any, chunks: Sequence[Any], channels: dict[int, str]
-                      ) -> Iterator[tuple[list[str], list[bytes]]]:
-    """:func:`mcap_chunks`' reading: each chunk's message records (opcode 0x05) of
-    ``channels`` (channel id: message type), the chunk read and checked as rosbags does."""
+                      ) -> Iterator[tuple[bytes, ChunkMessages, dict[int, str]]]:
+    """:func:`mcap_messages`' reading: each chunk's message records (opcode 0x05) of
+    ``channels`` (channel id: message type), the chunk read and checked as rosbags does;
+    messages with a log time outside the chunk's are skipped, as rosbags reads them."""
     bio, decompress, read_exact = storage.bio, storage_mcap.decompress, storage_mcap.read_exact
     for chunk in chunks:
         if not any(chunk.channel_count.get(channel, 0) for channel in channels):
@@ -264,21 +334,12 @@ def _read_mcap_chunks(storage: Any, chunks: Sequence[Any], channels: dict[int, s
         bio.seek(chunk.chunk_start_offset + 9 + 40 + len(chunk.compression))
         data = decompress(read_exact(bio, chunk.compressed_size), chunk.compression,
                           chunk.uncompressed_size, crc)
-        found: list[tuple[int, str, bytes]] = []
-        pos, end = 0, len(data)
-        first, last = chunk.message_start_time, chunk.message_end_time
-        while pos < end:
-            opcode, length = _MCAP_RECORD.unpack_from(data, pos)
-            if pos + 9 + length > end:
-                raise BagError(f"truncated MCAP record at {pos} of a chunk")
-            if opcode == 0x05:
-                channel, _, log_time, _ = _MCAP_MESSAGE.unpack_from(data, pos + 9)
-                msgtype = channels.get(channel)
-                if msgtype is not None and first <= log_time <= last:  # as rosbags reads
-                    found.append((log_time, msgtype, data[pos + 31 : pos + 9 + length]))
-            pos += 9 + length
-        found.sort(key=itemgetter(0))
-        yield [m[1] for m in found], [m[2] for m in found]
+        try:
+            found = chunk_messages(data, chunk.message_start_time, chunk.message_end_time,
+                                   channels)
+        except TruncatedRecord as exc:
+            raise BagError(str(exc)) from exc
+        yield data, found, channels
 
 
 def _header(stamp: float, frame_id: str = "") -> Any:

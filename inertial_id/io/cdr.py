@@ -15,6 +15,7 @@ import struct
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.gathering.gatherer import JointStateSample, MessageBlock, WrenchSample
@@ -159,14 +160,6 @@ class CdrDecoder:
             pos = (pos + 7) & -8
         return at, size, 4 + pos, pos + 8 * size
 
-    @staticmethod
-    def _alike(payloads: Sequence[bytes], first: bytes, spans: Sequence[tuple[int, int]]
-               ) -> bool:
-        """Every payload as long as ``first`` and equal to it on ``spans`` (byte ranges)."""
-        if {len(raw) for raw in payloads} != {len(first)}:
-            return False
-        return all({raw[a:b] for raw in payloads} == {first[a:b]} for a, b in spans)
-
     def block(self, is_wrench: Sequence[bool], payloads: Sequence[bytes]
               ) -> MessageBlock | None:
         """``JointState`` and ``WrenchStamped`` payloads (``is_wrench``: which is which) in
@@ -174,48 +167,57 @@ class CdrDecoder:
         :meth:`joint_state` and :meth:`wrench` would give; None unless every payload is
         plain little-endian CDR and each kind's payloads share one layout (the same length,
         frame id, joint names and sequence sizes: one structured array reads them all)."""
-        if {raw[:2] for raw in payloads} != {b"\x00\x01"}:  # plain little-endian CDR
+        if len(is_wrench) != len(payloads):
+            raise ValueError(f"{len(is_wrench)} kinds for {len(payloads)} payloads")
+        lengths = np.fromiter(map(len, payloads), np.int64, len(payloads))
+        offsets = np.cumsum(lengths) - lengths
+        return self.packed_block(np.array(is_wrench, dtype=bool), b"".join(payloads),
+                                 offsets, lengths)
+
+    def packed_block(self, is_wrench: NDArray[np.bool_], buffer: bytes,
+                     offsets: NDArray[np.int64], lengths: NDArray[np.int64]
+                     ) -> MessageBlock | None:
+        """:meth:`block` of the payloads ``buffer[offsets[i] : offsets[i] + lengths[i]]``
+        (in ``buffer``, e.g. an MCAP chunk, with no bytes object per payload)."""
+        data, kind = np.frombuffer(buffer, np.uint8), np.asarray(is_wrench, dtype=bool)
+        if (not offsets.size or np.any(lengths < 2) or np.any(data[offsets] != 0)
+                or np.any(data[offsets + 1] != 1)):  # plain little-endian CDR
             return None
-        wrenches = [raw for w, raw in zip(is_wrench, payloads, strict=True) if w]
-        joints = [raw for w, raw in zip(is_wrench, payloads, strict=True) if not w]
-        stamps = np.empty(len(payloads))
-        kind = np.array(is_wrench, dtype=bool)
+        stamps = np.empty(offsets.size)
         frame_id, wrench = "", np.empty((0, 6))
-        if wrenches:
-            first = wrenches[0]
+        if np.any(kind):
+            at, sizes = offsets[kind], lengths[kind]
+            first = buffer[int(at[0]) : int(at[0] + sizes[0])]
             _, frame_id, pos = self._header(first)
             start = 4 + ((pos + 7) & -8)
-            if start + 48 > len(first) or not self._alike(wrenches, first, [(12, 4 + pos)]):
+            parts = (None if start + 48 > len(first) else _packed(
+                data, at, sizes, first, [(12, 4 + pos)], [("wrench", 6, start)]))
+            if parts is None:
                 return None
-            parts = np.frombuffer(b"".join(wrenches), np.dtype({
-                "names": ["sec", "nanosec", "wrench"], "formats": ["<i4", "<u4", ("<f8", 6)],
-                "offsets": [4, 8, start], "itemsize": len(first)}))
             stamps[kind] = parts["sec"] + 1e-9 * parts["nanosec"]
             wrench = np.array(parts["wrench"], dtype=float)
         names: tuple[str, ...] = ()
-        values = [np.empty((len(joints), 0)) for _ in range(3)]
+        joints = int(np.count_nonzero(~kind))
+        values = [np.empty((joints, 0)) for _ in range(3)]
         if joints:
-            first = joints[0]
+            at, sizes = offsets[~kind], lengths[~kind]
+            first = buffer[int(at[0]) : int(at[0] + sizes[0])]
             _, _, pos = self._header(first)
             names, pos = self._name_list(first, pos)
             spans, fields = [(12, 4 + pos)], []
             for k in range(3):  # position, velocity, effort
-                at, size, start, pos = self._sequence_at(first, pos)
+                where, size, start, pos = self._sequence_at(first, pos)
                 if start + 8 * size > len(first):
                     return None
-                spans.append((at, at + 4))
+                spans.append((where, where + 4))
                 if size:
-                    fields.append((k, size, start))
-            if not self._alike(joints, first, spans):
+                    fields.append((str(k), size, start))
+            parts = _packed(data, at, sizes, first, spans, fields)
+            if parts is None:
                 return None
-            parts = np.frombuffer(b"".join(joints), np.dtype({
-                "names": ["sec", "nanosec", *(f"f{k}" for k, _, _ in fields)],
-                "formats": ["<i4", "<u4", *(("<f8", size) for _, size, _ in fields)],
-                "offsets": [4, 8, *(start for _, _, start in fields)],
-                "itemsize": len(first)}))
             stamps[~kind] = parts["sec"] + 1e-9 * parts["nanosec"]
-            for k, _, _ in fields:
-                values[k] = np.array(parts[f"f{k}"], dtype=float)
+            for name, _, _ in fields:
+                values[int(name)] = np.array(parts[name], dtype=float)
         return MessageBlock(kind, stamps, names, *values, frame_id, wrench)
 
     def _times(self, raw: bytes, pos: int) -> tuple[NDArray[np.float64], int]:
@@ -290,6 +292,24 @@ class CdrDecoder:
         pos = (pos + 7) & -8
         (value,) = self._UINT64.unpack_from(raw, 4 + pos)
         return int(value)
+
+
+def _packed(buffer: NDArray[np.uint8], offsets: NDArray[np.int64], lengths: NDArray[np.int64],
+            first: bytes, spans: Sequence[tuple[int, int]],
+            fields: Sequence[tuple[str, int, int]]) -> NDArray[np.void] | None:
+    """The payloads at ``offsets`` in ``buffer`` as one structured array (header ``sec``,
+    ``nanosec`` and ``fields``: name, float64 count, byte offset) if each is as long as
+    ``first`` and equal to it on ``spans`` (byte ranges), else None."""
+    if not np.all(lengths == len(first)):
+        return None
+    rows = sliding_window_view(buffer, len(first))[offsets]  # (n, len(first)): row copies
+    model = np.frombuffer(first, np.uint8)
+    if not all(np.all(rows[:, a:b] == model[a:b]) for a, b in spans):
+        return None
+    return np.frombuffer(rows, np.dtype({
+        "names": ["sec", "nanosec", *(name for name, _, _ in fields)],
+        "formats": ["<i4", "<u4", *(("<f8", size) for _, size, _ in fields)],
+        "offsets": [4, 8, *(start for _, _, start in fields)], "itemsize": len(first)}))
 
 
 def _reshaped(values: NDArray[np.float64], count: int) -> NDArray[np.float64]:

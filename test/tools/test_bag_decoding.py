@@ -192,6 +192,68 @@ def test_blocks_equal_single_messages(data: st.DataObject) -> None:
         assert produced > 0
 
 
+# --- blocks decoded in a buffer ------------------------------------------------------------
+
+_WRENCH_FRAMES = ("ft", "tool")  # the same payload length, other bytes
+_JOINT_LAYOUTS = ("abc", "abd", "abc with 2 positions and 4 velocities", "abc, no velocity")
+
+
+def _block_payload(draw: st.DrawFn, wrench: bool, layout: int) -> bytes:
+    """A payload of ``layout`` (:data:`_WRENCH_FRAMES` or :data:`_JOINT_LAYOUTS`): the
+    layouts of a kind have the same length but the last joint state's."""
+    encoder, stamp = CdrEncoder(), draw(STAMPS)
+    if wrench:
+        return encoder.wrench(stamp, _WRENCH_FRAMES[layout], _arrays(draw, 6))
+    sizes = {2: (2, 4), 3: (3, 0)}.get(layout, (3, 3))  # 2: other sizes, the same length
+    return encoder.joint_state(stamp, tuple(_JOINT_LAYOUTS[layout][:3]),
+                               _arrays(draw, sizes[0]), _arrays(draw, sizes[1]))
+
+
+@given(st.data())
+@settings(max_examples=200, deadline=None)
+def test_a_block_in_a_buffer_is_the_block_of_its_payloads(data: st.DataObject) -> None:
+    """:meth:`CdrDecoder.packed_block` (payloads at offsets in one buffer, other bytes
+    between them) gives what :meth:`CdrDecoder.block` gives, a block exactly when each kind
+    shares one layout and every payload is little-endian CDR, holding the messages."""
+    kinds, layouts, payloads = [], [], []
+    for _ in range(data.draw(st.integers(0, 12))):
+        kinds.append(data.draw(st.booleans()))
+        choices = [0, 0, 0, 1] if kinds[-1] else [0, 0, 0, 0, 1, 2, 3]
+        layouts.append(data.draw(st.sampled_from(choices)))
+        payloads.append(_block_payload(data.draw, kinds[-1], layouts[-1]))
+    flavour = data.draw(st.sampled_from(["little endian"] * 4 + ["big endian", "other", "short"]))
+    if payloads and flavour != "little endian":
+        at = data.draw(st.integers(0, len(payloads) - 1))
+        start = {"big endian": b"\x00\x00", "other": b"\x01\x01"}.get(flavour)
+        payloads[at] = b"\x00" if start is None else start + payloads[at][2:]
+    gaps = [data.draw(st.binary(max_size=5)) for _ in range(len(payloads) + 1)]
+    buffer = gaps[0] + b"".join(p + gap for p, gap in zip(payloads, gaps[1:], strict=True))
+    lengths = np.array([len(p) for p in payloads], dtype=np.int64)
+    offsets = len(gaps[0]) + np.cumsum([0] + [len(p) + len(g) for p, g in
+                                               zip(payloads, gaps[1:], strict=True)])[:-1]
+    block = CdrDecoder().block(kinds, payloads)
+    packed = CdrDecoder().packed_block(np.array(kinds, dtype=bool), buffer,
+                                       offsets.astype(np.int64), lengths)
+    one_layout = all(len({lay for k, lay in zip(kinds, layouts, strict=True) if k == kind}) <= 1
+                     for kind in (True, False))
+    assert (block is not None) == (bool(payloads) and flavour == "little endian" and one_layout)
+    if block is None:
+        assert packed is None
+        return
+    assert packed is not None
+    for a, b in zip(block, packed, strict=True):
+        if isinstance(a, np.ndarray):
+            assert (a.dtype, a.shape, a.tobytes()) == (b.dtype, b.shape, b.tobytes())
+        else:
+            assert a == b
+    decoder = CdrDecoder()
+    for sample, raw, wrench in zip(block.messages(), payloads, kinds, strict=True):
+        want = decoder.wrench(raw) if wrench else decoder.joint_state(raw)
+        assert type(sample) is type(want) and sample.stamp == want.stamp
+        for x, y in zip(sample[1:], want[1:], strict=True):
+            np.testing.assert_array_equal(x, y)
+
+
 # --- encoding ------------------------------------------------------------------------------
 
 @given(st.data())
