@@ -94,12 +94,34 @@ class SufficientStatistics:
         if not (np.isfinite(a).all() and np.isfinite(b).all()):
             raise SampleError("regressor rows or measurements contain NaN or inf")
         aw = a.T * w
-        information, moment = aw @ a, aw @ b
-        energy = float(b @ (w * b))
-        noise = self._zero_noise if noise_information is None else noise_information
-        self._accumulate(information, moment, energy, b.size, samples, noise)
+        self.add_normal_equations(aw @ a, aw @ b, float(b @ (w * b)), b.size, samples,
+                                  noise_information)
+
+    def add_normal_equations(self, information: ArrayLike, moment: ArrayLike, energy: float,
+                             rows: float, samples: float,
+                             noise_information: NDArray[np.float64] | None = None) -> None:
+        """Accumulate a batch given by its normal equations: ``A^T W A`` (n, n), ``A^T W b``
+        (n,) and ``b^T W b`` of its ``rows`` equations from ``samples`` samples (e.g.
+        :class:`~inertial_id.core.regressor.BatchNormalEquations`), and ``E[dA^T W dA]``
+        (n, n) of the rows' noise when they have some. The batch enters the current score
+        block whole, as in :meth:`add` (which forms these and comes here). Units are the
+        rows' (for a payload: the unknowns ``[pi; offset]``, wrench in N and N m).
+        :class:`~inertial_id.core.errors.SampleError` when a size is wrong or a value is not
+        finite (nothing is accumulated then)."""
+        information = np.asarray(information, dtype=float)
+        moment = np.asarray(moment, dtype=float)
+        n = self.n_unknowns
+        if information.shape != (n, n) or moment.shape != (n,):
+            raise SampleError(f"information {information.shape} and moment {moment.shape} "
+                              f"must be ({n}, {n}) and ({n},)")
+        if not (np.isfinite(information).all() and np.isfinite(moment).all()
+                and np.isfinite(energy)):
+            raise SampleError("regressor rows or measurements contain NaN or inf")
+        energy = float(energy)
+        self._accumulate(information, moment, energy, rows, samples, noise_information)
         if self._block is not None:
-            self._block._accumulate(information, moment, energy, b.size, samples, noise)
+            self._block._accumulate(information, moment, energy, rows, samples,
+                                    noise_information)
             self._block_count += samples
             if self._block_count >= self.score_block:
                 self._close_block()
@@ -110,9 +132,11 @@ class SufficientStatistics:
 
     def _accumulate(self, information: NDArray[np.float64], moment: NDArray[np.float64],
                     energy: float, rows: float, samples: float,
-                    noise_information: NDArray[np.float64]) -> None:
+                    noise_information: NDArray[np.float64] | None) -> None:
+        """Add these sums (``noise_information`` None: zero)."""
         self.information += information
-        self.noise_information += noise_information
+        if noise_information is not None:
+            self.noise_information += noise_information
         self.moment += moment
         self.energy += energy
         self.rows += rows
@@ -291,6 +315,19 @@ class SlidingWindow:
             noise_information: NDArray[np.float64] | None = None) -> None:
         """Same as :meth:`SufficientStatistics.add`; rolls the window when a block fills."""
         self._current.add(a, b, weights, samples, noise_information)
+        self._roll()
+
+    def add_normal_equations(self, information: ArrayLike, moment: ArrayLike, energy: float,
+                             rows: float, samples: float,
+                             noise_information: NDArray[np.float64] | None = None) -> None:
+        """Same as :meth:`SufficientStatistics.add_normal_equations`; rolls the window when a
+        block fills."""
+        self._current.add_normal_equations(information, moment, energy, rows, samples,
+                                           noise_information)
+        self._roll()
+
+    def _roll(self) -> None:
+        """A full current block joins the queue (the oldest leaves a full one)."""
         if self._current.samples >= self.block_samples:
             self._blocks.append(self._current)
             self._current = SufficientStatistics(self.n_unknowns)

@@ -11,13 +11,17 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
-from inertial_id.core.errors import InertialIdError
+from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.parameters import BodyParameters, to_pinocchio_order
 from inertial_id.core.regressor import (
     PAYLOAD_ON_SENSOR,
     SENSOR_ON_PAYLOAD,
+    BatchNormalEquations,
+    angular_products,
+    batch_gram,
     cross,
     measurement_matrix,
+    normal_equations,
     predicted_wrench,
     regressor,
     wrench_sign,
@@ -302,3 +306,99 @@ def test_cross_is_numpy_cross_bit_for_bit(batch: int, data: st.DataObject) -> No
     np.testing.assert_array_equal(cross(a, b), np.cross(a, b))
     np.testing.assert_array_equal(cross(b, a), np.cross(b, a))
     np.testing.assert_array_equal(cross(a, a[::-1]), np.cross(a, a[::-1]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Normal equations of a batch from its feature Gram matrix
+
+
+def row_normal_equations(v, a, wrench, weights, sign, products=None):
+    """``A^T W A``, ``A^T W b``, ``b^T W b`` formed from :func:`measurement_matrix`'s rows."""
+    rows = measurement_matrix(v, a, sign, products)
+    w = np.tile(weights, wrench.shape[0])
+    b = wrench.reshape(-1)
+    return (rows.T * w) @ rows, (rows.T * w) @ b, float(b @ (w * b))
+
+
+def assert_normal_equations_close(got, expected, rtol=1e-12):
+    """Relative to the Cauchy-Schwarz bounds of each entry: ``|H_ab| <= sqrt(H_aa H_bb)``,
+    ``|g_a| <= sqrt(H_aa e)``."""
+    (h, g, e), (h0, g0, e0) = got, expected
+    diagonal = np.diag(h0)
+    tiny = 1e-300
+    assert np.all(np.abs(h - h0) <= rtol * np.sqrt(np.outer(diagonal, diagonal)) + tiny)
+    assert np.all(np.abs(g - g0) <= rtol * np.sqrt(diagonal * e0) + tiny)
+    assert abs(e - e0) <= rtol * e0 + tiny
+
+
+@st.composite
+def batches(draw):
+    """A batch of twists, proper accelerations, products (or None), wrenches, row weights (some
+    rows left out with zero weights) and a sign, at random scales."""
+    seed = draw(st.integers(0, 2**31))
+    n = draw(st.integers(1, 40))
+    rng = np.random.default_rng(seed)
+    scales = 10.0 ** rng.uniform(-1.0, 1.5, 4)
+    v = rng.normal(size=(n, 6)) * scales[0]
+    a = rng.normal(size=(n, 6)) * scales[1]
+    a[:, :3] += Rotation.random(random_state=rng).apply([0.0, 0.0, 9.81])
+    products = None
+    if draw(st.booleans()):  # smoothed products: the twists' own plus a disturbance
+        products = angular_products(v[:, 3:]) + rng.normal(size=(n, 6)) * scales[2]
+    wrench = rng.normal(size=(n, 6)) * scales[3] + rng.normal(size=6) * 10.0
+    weights = 10.0 ** rng.uniform(-2.0, 6.0, 6)
+    keep = draw(st.sampled_from(["all", "force", "torque", "random"]))
+    if keep == "force":
+        weights[3:] = 0.0
+    elif keep == "torque":
+        weights[:3] = 0.0
+    elif keep == "random":
+        weights[rng.random(6) < 0.3] = 0.0
+    sign = draw(st.sampled_from([PAYLOAD_ON_SENSOR, SENSOR_ON_PAYLOAD]))
+    return v, a, products, wrench, weights, sign
+
+
+@settings(max_examples=300, deadline=None)
+@given(batches())
+def test_batch_normal_equations_equal_the_rows(batch):
+    """The Gram-matrix path equals ``A^T W A``, ``A^T W b``, ``b^T W b`` of the rows."""
+    v, a, products, wrench, weights, sign = batch
+    expected = row_normal_equations(v, a, wrench, weights, sign, products)
+    got = normal_equations(v, a, wrench, weights, sign, products)
+    assert_normal_equations_close(got, expected)
+    np.testing.assert_array_equal(got[0], got[0].T)
+    kernel = BatchNormalEquations(sign, weights)
+    assert_normal_equations_close(kernel(batch_gram(v, a, wrench, products)), expected)
+
+
+def test_batch_normal_equations_of_one_sample_and_row_subsets():
+    rng = np.random.default_rng(8)
+    v, a, wrench = rng.normal(size=(3, 6))
+    weights = np.repeat([100.0, 4e4], 3)
+    expected = row_normal_equations(v[None], a[None], wrench[None], weights, PAYLOAD_ON_SENSOR)
+    assert_normal_equations_close(normal_equations(v, a, wrench, weights), expected)
+    # Force rows and torque rows apart sum to all rows.
+    force = normal_equations(v, a, wrench, weights * [1, 1, 1, 0, 0, 0])
+    torque = normal_equations(v, a, wrench, weights * [0, 0, 0, 1, 1, 1])
+    assert_normal_equations_close(
+        (force[0] + torque[0], force[1] + torque[1], force[2] + torque[2]), expected)
+
+
+def test_batch_gram_checks_its_inputs():
+    rng = np.random.default_rng(9)
+    v, a, wrench = rng.normal(size=(3, 4, 6))
+    with pytest.raises(SampleError):
+        batch_gram(v, a, wrench[:3])
+    with pytest.raises(SampleError):
+        batch_gram(v, a, wrench[:, :5])
+    with pytest.raises(InertialIdError):
+        batch_gram(v, a[:3], wrench)
+    with pytest.raises(InertialIdError):
+        batch_gram(v, a, wrench, np.zeros((4, 5)))
+    with pytest.raises(InertialIdError):
+        BatchNormalEquations(-1.0, np.ones(5))
+    for which in range(3):
+        for value in (np.nan, np.inf, -np.inf):
+            bad = [v.copy(), a.copy(), wrench.copy()]
+            bad[which][2, 4] = value
+            assert not np.isfinite(np.diagonal(batch_gram(*bad))).all()

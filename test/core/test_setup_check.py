@@ -7,7 +7,11 @@ from functools import cache
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_payload_accumulation import assert_statistics_close, simulated_batch
 
+from inertial_id.core.errors import SampleError
 from inertial_id.core.estimation.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.estimation.payload import PayloadConfig
 from inertial_id.core.estimation.setup_check import SetupCheck
@@ -15,6 +19,7 @@ from inertial_id.core.gathering.gatherer import GathererSettings, Gathering
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.pipeline import PayloadPipeline
+from inertial_id.core.regressor import measurement_matrix
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
     BUNDLED_SENSOR_FRAME,
@@ -164,3 +169,92 @@ def test_joint_state_spikes_raise_no_set_up_error_and_are_counted() -> None:
     online = _problems(spikes=(1000, 1001, 1002, 1003, 1004, 2500), estimator=True)
     assert online.setup_problems == [] and online.converged
     assert online.setup.evidence()["time_offset_outliers"] == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The accumulation from the batch's Gram matrix against the rows
+
+
+class RowSetupCheck(SetupCheck):
+    """SetupCheck accumulating from measurement_matrix's rows (as it did before the Gram)."""
+
+    def add(self, twist, proper_acceleration, wrench):
+        n = wrench.shape[0]
+        if n == 0:
+            return
+        rows = measurement_matrix(twist, proper_acceleration, self.sign).reshape(n, 6, -1)
+        w = np.tile(self._weights, (n, 1))
+        self.force.add(rows[:, :3].reshape(3 * n, -1), wrench[:, :3].ravel(),
+                       w[:, :3].ravel(), n)
+        self.torque.add(rows[:, 3:].reshape(3 * n, -1), wrench[:, 3:].ravel(),
+                        w[:, 3:].ravel(), 0)
+        force = wrench[:, :3]
+        accel = self.sign * (proper_acceleration[:, :3]
+                             + np.cross(twist[:, 3:], twist[:, :3]))
+        self._count += n
+        self._sum_f += force.sum(axis=0)
+        self._sum_a += accel.sum(axis=0)
+        self._ff += force.T @ force
+        self._fa += force.T @ accel
+        self._aa += accel.T @ accel
+
+
+def _assert_same_check(got: SetupCheck, expected: SetupCheck) -> None:
+    assert_statistics_close(got.force, expected.force)
+    assert_statistics_close(got.torque, expected.torque)
+    assert got._count == expected._count
+    for name in ("_sum_f", "_sum_a", "_ff", "_fa", "_aa"):
+        value, reference = getattr(got, name), getattr(expected, name)
+        np.testing.assert_allclose(value, reference, rtol=1e-12,
+                                   atol=1e-12 * np.abs(reference).max())
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31), st.sampled_from([-1.0, 1.0]),
+       st.lists(st.integers(1, 500), min_size=1, max_size=4))
+def test_gram_accumulation_equals_the_rows(seed, sign, sizes):
+    rng = np.random.default_rng(seed)
+    noise = rng.uniform(0.01, 1.0), rng.uniform(1e-4, 0.1)
+    new, old = SetupCheck(sign, "x", *noise), RowSetupCheck(sign, "x", *noise)
+    for n in sizes:
+        twist, proper, wrench, _, _ = simulated_batch(rng, n, sign)
+        new.add(twist, proper, wrench)
+        old.add(twist, proper, wrench)
+        _assert_same_check(new, old)
+    new.set_noise(0.2, 0.004)
+    old.set_noise(0.2, 0.004)
+    twist, proper, wrench, _, _ = simulated_batch(rng, 300, sign)
+    new.add(twist, proper, wrench)
+    old.add(twist, proper, wrench)
+    _assert_same_check(new, old)
+
+
+def test_gram_accumulation_finds_the_same_problems():
+    """A wrong sign and torques in N mm, named alike by both accumulations."""
+    rng = np.random.default_rng(5)
+    for edit, code in ((lambda w: -w, "wrench_sign"),
+                       (lambda w: w * np.repeat([1.0, 1000.0], 3), "torque_unit")):
+        new, old = SetupCheck(-1.0, "x", 0.1, 0.005), RowSetupCheck(-1.0, "x", 0.1, 0.005)
+        for _ in range(4):
+            twist, proper, wrench, _, _ = simulated_batch(rng, 400)
+            new.add(twist, proper, edit(wrench))
+            old.add(twist, proper, edit(wrench))
+        assert [p.code for p in new.check()] == [p.code for p in old.check()] == [code]
+
+
+@pytest.mark.parametrize("which", [0, 1, 2])
+@pytest.mark.parametrize("column", [1, 4])
+def test_nan_is_a_sample_error_that_changes_nothing(which, column):
+    rng = np.random.default_rng(6)
+    setup = SetupCheck(-1.0, "x", 0.1, 0.005)
+    reference = RowSetupCheck(-1.0, "x", 0.1, 0.005)
+    twist, proper, wrench, _, _ = simulated_batch(rng, 30)
+    setup.add(twist, proper, wrench)
+    reference.add(twist, proper, wrench)
+    inputs = [twist.copy(), proper.copy(), wrench.copy()]
+    inputs[which][3, column] = np.nan
+    with pytest.raises(SampleError):
+        setup.add(*inputs)
+    _assert_same_check(setup, reference)
+    with pytest.raises(SampleError):
+        setup.add(twist, proper, wrench[:20])

@@ -28,7 +28,8 @@ from inertial_id.core.estimation.estimators import (
 from inertial_id.core.estimation.manifold import ManifoldEstimator
 from inertial_id.core.estimation.pls import pls
 from inertial_id.core.regressor import (
-    measurement_matrix,
+    BatchNormalEquations,
+    batch_gram,
     noise_information_basis,
     wrench_sign,
 )
@@ -155,6 +156,7 @@ class PayloadIdentifier:
         self._axis_weights = np.repeat(
             [config.force_noise_std**-2, config.torque_noise_std**-2], 3)
         self._noise_basis = noise_information_basis(self._axis_weights)
+        self._normal_equations = BatchNormalEquations(self.sign, self._axis_weights)
 
     def reset(self) -> None:
         """Forget all data."""
@@ -190,17 +192,24 @@ class PayloadIdentifier:
         """Accumulate N samples: (N, 6) twists, proper accelerations and measured wrenches,
         and optionally (N, 6, 6) covariances of the noise in ``[a_lin + w x v_lin; alpha]``
         and (N, 6) smoothed angular-velocity products
-        (:class:`~inertial_id.core.gathering.synchronizer.SyncedSamples`; None: the twists' own)."""
+        (:class:`~inertial_id.core.gathering.synchronizer.SyncedSamples`; None: the twists' own).
+
+        Units: m/s, rad/s, m/s^2, rad/s^2, N, N m, all in the sensor frame. The batch's rows
+        ``[s Y, I6]`` (:func:`~inertial_id.core.regressor.measurement_matrix`) are not built:
+        their normal equations come from the batch's feature Gram matrix
+        (:class:`~inertial_id.core.regressor.BatchNormalEquations`). A wrong size or a NaN or
+        inf raises :class:`SampleError` before anything changes (forgetting included).
+        """
         wrench = np.atleast_2d(np.asarray(wrench, dtype=float))
         if wrench.shape[-1] != 6:
             raise SampleError(f"wrenches must be (N, 6), got {wrench.shape}")
         n = wrench.shape[0]
         if n == 0:
             return
-        a = measurement_matrix(twist, proper_acceleration, self.sign, products)
-        target = self._all if self._window is None else self._window
-        if self._window is None and self.config.forgetting_factor < 1.0:
-            self._all.scale(self.config.forgetting_factor**n)
+        gram = batch_gram(twist, proper_acceleration, wrench, products)
+        if not np.isfinite(np.diagonal(gram)).all():
+            raise SampleError("regressor rows or measurements contain NaN or inf")
+        information, moment, energy = self._normal_equations(gram)
         noise = None
         if acceleration_noise is not None:
             covariances = np.asarray(acceleration_noise, dtype=float)
@@ -209,7 +218,12 @@ class PayloadIdentifier:
                                   f"{covariances.shape}")
             covariance = covariances.sum(0)
             noise = np.tensordot(covariance, self._noise_basis, axes=2)
-        target.add(a, wrench.reshape(-1), np.tile(self._axis_weights, n), n, noise)
+        if self._window is not None:
+            self._window.add_normal_equations(information, moment, energy, 6 * n, n, noise)
+            return
+        if self.config.forgetting_factor < 1.0:
+            self._all.scale(self.config.forgetting_factor**n)
+        self._all.add_normal_equations(information, moment, energy, 6 * n, n, noise)
 
     @property
     def fast(self) -> bool:

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from inertial_id.core.errors import InertialIdError
+from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.estimation.estimators import N_PI, Estimate, least_squares
-from inertial_id.core.regressor import measurement_matrix
+from inertial_id.core.regressor import GRAM_ONES, GRAM_WRENCH, BatchNormalEquations, batch_gram
 from inertial_id.core.statistics import SufficientStatistics
 
 MIN_SAMPLES = 1000
@@ -99,12 +99,20 @@ class SetupCheck:
                  torque_noise_std: float) -> None:
         self.sign = sign
         self.other_sign_name = other_sign_name
-        self._weights = np.repeat([force_noise_std**-2, torque_noise_std**-2], 3)
+        self._set_weights(force_noise_std, torque_noise_std)
         self.reset()
+
+    def _set_weights(self, force_noise_std: float, torque_noise_std: float) -> None:
+        """Row weights (inverse variances) and the normal equations of the force rows and of
+        the torque rows."""
+        self._weights = np.repeat([force_noise_std**-2, torque_noise_std**-2], 3)
+        force_only = np.concatenate((self._weights[:3], np.zeros(3)))
+        self._force_equations = BatchNormalEquations(self.sign, force_only)
+        self._torque_equations = BatchNormalEquations(self.sign, self._weights - force_only)
 
     def set_noise(self, force_noise_std: float, torque_noise_std: float) -> None:
         """New noise std: its statistics are weighted by them, so they start again."""
-        self._weights = np.repeat([force_noise_std**-2, torque_noise_std**-2], 3)
+        self._set_weights(force_noise_std, torque_noise_std)
         self.reset()
 
     def reset(self) -> None:
@@ -131,25 +139,30 @@ class SetupCheck:
 
     def add(self, twist: NDArray[np.float64], proper_acceleration: NDArray[np.float64],
             wrench: NDArray[np.float64]) -> None:
-        """The samples the estimate uses: (N, 6) each, sensor frame."""
+        """The samples the estimate uses: (N, 6) each, sensor frame (twists ``[v_lin; w]`` in
+        m/s, rad/s; proper accelerations in m/s^2, rad/s^2; wrenches ``[f; tau]`` in N, N m).
+
+        One Gram matrix of the batch (:func:`~inertial_id.core.regressor.batch_gram`, with the
+        twists' own angular-velocity products) gives the force rows' and the torque rows'
+        normal equations and the sums of the rotation test (``a = a_lin + w x v_lin``, the
+        features' first three). A NaN or inf raises :class:`SampleError` before anything
+        changes."""
         n = wrench.shape[0]
         if n == 0:
             return
-        rows = measurement_matrix(twist, proper_acceleration, self.sign).reshape(n, 6, -1)
-        w = np.tile(self._weights, (n, 1))
-        self.force.add(rows[:, :3].reshape(3 * n, -1), wrench[:, :3].ravel(),
-                       w[:, :3].ravel(), n)
-        self.torque.add(rows[:, 3:].reshape(3 * n, -1), wrench[:, 3:].ravel(),
-                        w[:, 3:].ravel(), 0)
-        force = wrench[:, :3]
-        accel = self.sign * (proper_acceleration[:, :3]
-                             + np.cross(twist[:, 3:], twist[:, :3]))  # f = s m a + ...
+        gram = batch_gram(twist, proper_acceleration, wrench)
+        if not np.isfinite(np.diagonal(gram)).all():
+            raise SampleError("regressor rows or measurements contain NaN or inf")
+        self.force.add_normal_equations(*self._force_equations(gram), 3 * n, n)
+        self.torque.add_normal_equations(*self._torque_equations(gram), 3 * n, 0)
+        # f = s m a + ...: a (the features' first three) times s against the forces.
+        force = slice(GRAM_WRENCH.start, GRAM_WRENCH.start + 3)
         self._count += n
-        self._sum_f += force.sum(axis=0)
-        self._sum_a += accel.sum(axis=0)
-        self._ff += force.T @ force
-        self._fa += force.T @ accel
-        self._aa += accel.T @ accel
+        self._sum_f += gram[GRAM_ONES, force]
+        self._sum_a += self.sign * gram[GRAM_ONES, :3]
+        self._ff += gram[force, force]
+        self._fa += self.sign * gram[force, :3]
+        self._aa += self.sign**2 * gram[:3, :3]
 
     def add_residual(self, times: NDArray[np.float64], residual: NDArray[np.float64],
                      wrench: NDArray[np.float64]) -> None:
