@@ -47,13 +47,14 @@ from inertial_id.params.settings import (
 )
 
 PROCESS_PERIOD = 0.1
-"""Seconds of bag time between two passes of the pipeline (the gatherer's batches) while
-the gatherer chooses its filter."""
-SETTLED_PERIOD = 1.0
+"""Bag seconds between two pipeline passes (the gatherer's batches) while it chooses its filter."""
+SETTLED_PERIOD = 5.0
 """Seconds of bag time between two passes once the filter is settled
-(:attr:`Gathering.settled`): the gatherer's samples no longer depend on the passes, and the
-pipeline hands them to the estimator in parts that end at its solves, so larger passes only
-save the per-pass costs."""
+(:attr:`Gathering.settled`; :data:`MAX_BLOCK` messages still end a pass): the gatherer's
+samples no longer depend on the passes, and the pipeline hands them to the estimator in parts
+that end at its solves, so larger passes only save the per-pass costs."""
+
+
 class StoppedError(InertialIdError):
     """The replay was stopped (Ctrl-C) before it had anything to write."""
 
@@ -260,10 +261,9 @@ class _Feeder:
     def __init__(self, pipeline: PayloadPipeline, period: float,
                  progress: Callable[[int], object] | None,
                  settled_period: float | None = None) -> None:
-        self.pipeline, self.progress = pipeline, progress
-        self.first_period = period
+        self.pipeline, self.progress, self.first_period, self.period = (pipeline, progress,
+                                                                        period, period)
         self.settled_period = period if settled_period is None else settled_period
-        self.period = period
         self.fed = Fed()
         self.next_process = -np.inf
         self.pending: list[MessageBlock | list[JointStateSample | WrenchSample]] = []
