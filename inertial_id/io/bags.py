@@ -136,8 +136,13 @@ class BagReader:
         if self.topics.robot_description is None:
             return None
         conns = [c for c in self._reader.connections if c.topic == self.topics.robot_description]
-        for connection, _, raw in self._reader.messages(connections=conns):
-            return self._reader.deserialize(raw, connection.msgtype).data
+        chunks = mcap_chunks(self._reader, conns)  # the first chunk holding it, when it can
+        messages = (((msgtype, raw) for types, payloads in chunks
+                     for msgtype, raw in zip(types, payloads, strict=True))
+                    if chunks is not None else
+                    ((c.msgtype, raw) for c, _, raw in self._reader.messages(connections=conns)))
+        for msgtype, raw in messages:
+            return self._reader.deserialize(raw, msgtype).data
         return None
 
     def messages(self) -> Iterator[JointStateSample | WrenchSample]:
