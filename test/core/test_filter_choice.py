@@ -16,6 +16,7 @@ from inertial_id.core.gathering.filter_choice import (
     acceleration_gain,
     choose_filter,
     derivative_weights,
+    lag_derivative_weights,
 )
 from inertial_id.core.gathering.gatherer import GathererSettings, Gathering
 from inertial_id.core.kinematics import SensorKinematics
@@ -202,3 +203,24 @@ def test_a_slow_motion_under_noisy_encoders_gets_a_long_window_its_gain_still_ne
     weights = derivative_weights(choice.window, choice.lag, choice.order, choice.rate)
     (gain,) = acceleration_gain(weights, choice.lag, choice.rate, np.array([3.0 / 9.0]))
     assert abs(gain - 1.0) <= GAIN_TOLERANCE
+
+
+@given(st.sampled_from([5, 9, 17, 41, 65]), st.integers(2, 4), st.floats(100.0, 1000.0))
+@settings(max_examples=30, deadline=None)
+def test_weights_for_several_lags_are_each_lags_own(window: int, order: int,
+                                                    rate: float) -> None:
+    """One fit evaluated at every lag gives each lag's weights: twice the quadratic row of
+    the pseudo-inverse of the Vandermonde matrix in the time (in samples) from that lag's
+    sample, times the rate squared."""
+    if window <= order:
+        return
+    lags = list(range(window // 2 + 1))
+    together = lag_derivative_weights(window, lags, order, rate)
+    for lag, weights in zip(lags, together, strict=True):
+        samples = np.arange(window) - (window - 1 - lag)  # time in samples from the lag's
+        vander = np.vander(samples.astype(float), order + 1, increasing=True)
+        reference = 2.0 * np.linalg.pinv(vander)[2] * rate**2
+        # the weights are large and sum to zero: compare on their scale
+        np.testing.assert_allclose(weights, reference, rtol=0,
+                                   atol=1e-8 * np.abs(reference).max())
+        assert np.array_equal(derivative_weights(window, lag, order, rate), weights)

@@ -24,6 +24,7 @@ departure from 1 over the motion.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -132,11 +133,20 @@ def derivative_weights(window: int, lag: int, order: int, rate: float) -> NDArra
     """Second-derivative weights of a least-squares polynomial of ``order`` on ``window``
     uniform samples at ``rate`` Hz, evaluated ``lag`` samples before the newest: (window,)
     in 1/s^2, oldest first."""
-    tau = (np.arange(window) - (window - 1 - lag)) / rate  # s, 0 at the evaluation point
+    return lag_derivative_weights(window, [lag], order, rate)[0]
+
+
+def lag_derivative_weights(window: int, lags: Sequence[int], order: int, rate: float
+                           ) -> NDArray[np.float64]:
+    """:func:`derivative_weights` at each of ``lags``, (len(lags), window): one fit of the
+    window, evaluated at each lag."""
+    tau = (np.arange(window) - (window - 1)) / rate  # s, 0 at the newest sample
     # The gatherer's own fit: its projection's rows are the weights of each coefficient, so
     # evaluating them as if they were the coefficients gives the derivative's weights.
-    (weights,) = PolynomialFits(*fit_projections(tau[None], order)).evaluate(np.zeros(1), (2,))
-    return weights[0]
+    fits = PolynomialFits(*fit_projections(tau[None], order))
+    at = -np.asarray(lags, dtype=float) / rate
+    (weights,) = fits.evaluate(at, (2,), np.zeros(at.size, dtype=np.intp))
+    return weights
 
 
 def acceleration_gain(weights: NDArray[np.float64], lag: int, rate: float,
@@ -217,8 +227,8 @@ def _evaluate(spectrum: _Spectrum, window: int, lags: range, order: int, rate: f
     motion (rms, weighted by its spectrum)."""
     bias, noise = [], []
     power = float(np.sum(spectrum.motion))
-    for lag in lags:
-        weights = derivative_weights(window, lag, order, rate)
+    for lag, weights in zip(lags, lag_derivative_weights(window, lags, order, rate),
+                            strict=True):
         gain = acceleration_gain(weights, lag, rate, spectrum.frequencies)
         error = np.abs(gain - 1.0)
         bias.append(float(np.sum(error[:, None] ** 2 * spectrum.motion)))
