@@ -239,9 +239,10 @@ EOF
   )
   say "compiling the dedicated SDP solver into numba's cache (about a minute; once per change)"
   (cd / && run sdp-compile "$PY" -c "from inertial_id.core.estimation import sdp; sdp.warm_up()")
-  say "compiling the matched filter's kernels into numba's cache (seconds; once per change)"
-  (cd / && run filter-compile "$PY" -c \
-    "from inertial_id.core.gathering.synchronizer import kernel; assert kernel.compiled_kernel()")
+  say "compiling the matched filter's and the bag reader's loops into numba's cache (seconds)"
+  (cd / && run filter-compile "$PY" -c "from inertial_id.core.gathering.synchronizer import \
+kernel; from inertial_id.io import mcap_scan; assert kernel.compiled_kernel() \
+and mcap_scan.compiled_scan()")
   say "ready: ${VENV#"$ROOT"/} (Python $PY_VERSION, ROS 2 $DISTRO)"
 else
   say "up to date: nothing to do"
