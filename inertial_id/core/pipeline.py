@@ -34,10 +34,10 @@ SAMPLE_EVERY = 10
 """One sample in this many is kept for the report's wrench-fit figure (100 Hz at 1 kHz)."""
 STEP_PERIOD = 0.1
 """Seconds of sample time per step of the estimator at most (steps end at its multiples): the
-size of the batches the solver node gets, and of the replay's before its passes grew. The
-contact monitor's training and refinement and the payload-change test act at the end of a
-step, so the step, not the size of the pipeline's passes, sets what they see; with steps of
-0.5 s one payload change of 18 test bags went undetected."""
+replay's batches before its passes grew (the solver node's are smaller, up to 200 a second).
+The contact monitor's training and refinement and the payload-change test act at the end of
+a step, so the step, not the size of the pipeline's passes, sets what they see; with steps
+of 0.5 s one payload change of 18 test bags went undetected."""
 HISTORY_PERIOD = 0.1
 """Seconds of sample time per row of the per-batch history, whatever the batches' size."""
 
