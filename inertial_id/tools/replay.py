@@ -261,13 +261,17 @@ class _Feeder:
     def __init__(self, pipeline: PayloadPipeline, period: float,
                  progress: Callable[[int], object] | None,
                  settled_period: float | None = None) -> None:
-        self.pipeline, self.progress, self.first_period, self.period = (pipeline, progress,
-                                                                        period, period)
+        self.pipeline, self.progress, self.first_period = pipeline, progress, period
         self.settled_period = period if settled_period is None else settled_period
         self.fed = Fed()
         self.next_process = -np.inf
         self.pending: list[MessageBlock | list[JointStateSample | WrenchSample]] = []
         self.count = 0
+
+    @property
+    def period(self) -> float:
+        """Bag seconds between passes now: longer once the gatherer's filter is settled."""
+        return self.settled_period if self.pipeline.gathering.settled else self.first_period
 
     def due(self, stamps: NDArray[np.float64]) -> int:
         """Index of the first of the next messages (their stamps, arrival order) after which
@@ -300,8 +304,6 @@ class _Feeder:
                                          else first[0].stamp)
         self.add()
         self.pipeline.process()
-        self.period = (self.settled_period if self.pipeline.gathering.settled
-                       else self.first_period)
         self.next_process = stamp + self.period
 
     def block(self, block: MessageBlock, stop: Callable[[], bool] | None) -> None:
