@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimation.estimators import Estimate
-from inertial_id.core.estimation.online import OnlineEstimator
+from inertial_id.core.estimation.online import OnlineEstimator, first_at_or_after
 from inertial_id.core.estimation.online_types import StepResult
 from inertial_id.core.gathering.gatherer import (
     Gathering,
@@ -186,7 +186,7 @@ class PayloadPipeline:
         while start < n:
             end = int(cuts[np.searchsorted(cuts, start, side="right")])
             if self._next_solve is not None:
-                end = min(end, start + _first_at_or_after(batch.times[start:],
+                end = min(end, start + first_at_or_after(batch.times[start:],
                                                           self._next_solve) + 1)
             part = slice(start, end)
             noise = (None if batch.acceleration_noise is None
@@ -233,9 +233,3 @@ class PayloadPipeline:
         self.process()
         return self.solve()
 
-
-def _first_at_or_after(times: NDArray[np.float64], t: float) -> int:
-    """Index of the first of ``times`` (in order, not necessarily increasing) at or after
-    ``t``; the last index when none is."""
-    hits = np.flatnonzero(times >= t)
-    return int(hits[0]) if hits.size else times.size - 1

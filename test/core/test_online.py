@@ -7,7 +7,7 @@ estimate is solved every 0.5 s of data, as the solver node does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -93,13 +93,18 @@ class Run:
 
 def run_online(arm: Arm, wrench: np.ndarray, config: OnlineConfig = CONFIG,
                end: float = DURATION, solve_every: int = SOLVE_EVERY,
-               before: Callable[[OnlineEstimator, float], None] | None = None) -> Run:
-    """Feed ``wrench`` (the arm's samples) in batches; ``before(est, t)`` runs before each."""
+               before: Callable[[OnlineEstimator, float], None] | None = None,
+               cuts: Sequence[int] = ()) -> Run:
+    """Feed ``wrench`` (the arm's samples) in batches of ``BATCH``, or cut before each of
+    ``cuts`` (sample indices; multiples of ``solve_every`` are cut too, and a solve follows
+    them); ``before(est, t)`` runs before each batch."""
     est = OnlineEstimator(config)
     n = int(round(end / DT))
     run = Run(est, np.zeros(n, dtype=bool), n=n)
-    for k in range(0, n, BATCH):
-        s = slice(k, min(k + BATCH, n))
+    bounds = (np.arange(0, n, BATCH) if not len(cuts) else
+              np.union1d(np.r_[0, np.arange(solve_every, n, solve_every)], cuts))
+    for k, stop in zip(bounds, np.r_[bounds[1:], n], strict=True):
+        s = slice(int(k), min(int(stop), n))
         if before is not None:
             before(est, float(arm.t[k]))
         step = est.add(arm.t[s], arm.twist[s], arm.proper[s], wrench[s])
@@ -288,6 +293,38 @@ def test_a_saved_payload_is_published_until_the_data_replace_it(arm: Arm) -> Non
     assert est.monitor.ready and not est.contacts and not est.payload_changes
     with pytest.raises(InertialIdError, match="physically consistent"):
         est.start_from(replace(saved, body=BodyParameters.from_pi(-wrong.pi)))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_what_is_decided_does_not_depend_on_the_batches(arm: Arm, seed: int) -> None:
+    """The same samples cut into random batches (1 sample to 3 s, solves at the same
+    samples) give the same contacts, payload change, per-sample flags, ledger and
+    statistics as batches of 20: the monitor's training, a contact's start and end and the
+    payload-change checks act at samples, not at the ends of batches."""
+    other = BodyParameters.from_mass_com_inertia(0.8, [0.0, 0.03, 0.09],
+                                                 [0.002, 0.0, 0.0, 0.002, 0.0, 0.001])
+    contacts = (Contact(5.0, 0.03, (0.0, 6.0, 0.0)), Contact(8.0, 0.5, (3.0, 0.0, -1.0)),
+                Contact(9.0, 2.0, (0.0, 0.0, 3.0), (0.03, 0.0, 0.05)))
+    wrench = arm.simulation(contacts=contacts, payload_changes=((14.0, other),)).wrench(arm.t)
+    rng = np.random.default_rng(seed)
+    sizes = np.where(rng.random(400) < 0.3, rng.integers(1, 4, 400),
+                     rng.integers(1, 3000, 400))
+    cut = run_online(arm, wrench, end=18.0, cuts=np.cumsum(sizes))
+    even = run_online(arm, wrench, end=18.0)
+    a, b = cut.estimator, even.estimator
+    assert len(a.contacts) >= 2 and len(a.payload_changes) == 1
+    assert [(c.start, c.end) for c in a.contacts] == [(c.start, c.end) for c in b.contacts]
+    np.testing.assert_allclose([c.peak_t2 for c in a.contacts],
+                               [c.peak_t2 for c in b.contacts], rtol=1e-9)
+    assert a.payload_changes == b.payload_changes
+    np.testing.assert_array_equal(cut.contact, even.contact)
+    assert a.ledger() == b.ledger()
+    assert sorted(e for _, e in cut.events) == sorted(e for _, e in even.events)
+    ours, theirs = a.identifier.statistics, b.identifier.statistics
+    assert ours.samples == theirs.samples
+    np.testing.assert_allclose(ours.information, theirs.information, rtol=1e-9)
+    assert a.estimate is not None and b.estimate is not None
+    np.testing.assert_allclose(a.estimate.pi, b.estimate.pi, rtol=1e-7, atol=1e-9)
 
 
 # --- reset, tare, freeze --------------------------------------------------------------------

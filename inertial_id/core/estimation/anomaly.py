@@ -257,7 +257,31 @@ class T2Monitor:
 
         ``filtered`` (N, p): the same samples' filtered residual, whose samples stay
         correlated for ``correlation_time`` (s); given on every call from the first, it
-        confirms contacts (see the module doc). Its ``T^2`` is not returned."""
+        confirms contacts (see the module doc). Its ``T^2`` is not returned. The samples go
+        through :meth:`advance` until all are taken, so the result does not depend on how
+        a record is cut into calls."""
+        t = np.asarray(times, dtype=float)
+        e = np.atleast_2d(np.asarray(residuals, dtype=float))
+        f = None if filtered is None else np.atleast_2d(np.asarray(filtered, dtype=float))
+        parts: list[T2Result] = []
+        start = 0
+        while start < t.size or not parts:
+            part = self.advance(t[start:], e[start:], None if f is None else f[start:],
+                                correlation_time)
+            parts.append(part)
+            start += part.t2.size
+        if len(parts) == 1:
+            return parts[0]
+        return T2Result(np.concatenate([r.t2 for r in parts]),
+                        np.concatenate([r.contact for r in parts]), self._threshold)
+
+    def advance(self, times: ArrayLike, residuals: ArrayLike,
+                filtered: ArrayLike | None = None, correlation_time: float = 0.0) -> T2Result:
+        """:meth:`update` up to and including the first sample that changes the monitor's
+        state (its training completes, a contact starts or ends), or all N; the result
+        covers the samples taken (its length), so a caller can act on the change before it
+        gives the rest. Training takes exactly the samples it needs: ``training_samples``,
+        or the first that span ``training_time``."""
         t = np.asarray(times, dtype=float)
         e = np.atleast_2d(np.asarray(residuals, dtype=float))
         f = None if filtered is None else np.atleast_2d(np.asarray(filtered, dtype=float))
@@ -266,8 +290,8 @@ class T2Monitor:
                 or not all(np.all(np.isfinite(x)) for x in (e, t, e if f is None else f))):
             raise SampleError(f"residuals must be ({t.size}, {p}) and finite, stamps finite")
         if not self.ready:
-            self._train(t, e, f, correlation_time)
-            return T2Result(np.zeros(t.size), np.zeros(t.size, dtype=bool), self._threshold)
+            m = self._train(t, e, f, correlation_time)
+            return T2Result(np.zeros(m), np.zeros(m, dtype=bool), self._threshold)
         t2 = self.t2(e)
         confirmed, settled = np.ones(t.size, dtype=bool), np.zeros(t.size, dtype=bool)
         self._lookback = 2.0 * correlation_time if f is not None else np.inf
@@ -286,32 +310,46 @@ class T2Monitor:
                 j = int(np.searchsorted(over, k, side="right"))
                 k = int(over[j]) if j < over.size else t.size
                 continue
+            was_in_contact = self._in_contact
             flags[k] = self._step(t[k], t2[k], confirmed[k], settled[k])
             k += 1
+            if self._in_contact != was_in_contact:
+                break
+        t2, flags = t2[:k], flags[:k]
         if self.adapt and np.any(~flags):
-            self._refine(e[~flags])
+            self._refine(e[:k][~flags])
         return T2Result(t2, flags, self._threshold)
 
     def _train(self, t: NDArray[np.float64], e: NDArray[np.float64],
-               f: NDArray[np.float64] | None, correlation_time: float) -> None:
-        if np.isnan(self._training_start) and t.size:
+               f: NDArray[np.float64] | None, correlation_time: float) -> int:
+        """Collect residuals for training; learn once there are enough. Returns how many of
+        the N it took: all, or up to the one that completes the training."""
+        if not t.size:
+            return 0
+        if np.isnan(self._training_start):
             self._training_start = float(t[0])
-        self._training.append(e)
+        counts = sum(len(x) for x in self._training) + np.arange(1, t.size + 1)
+        done = counts >= self.training_samples
+        if self.training_time > 0.0:
+            done |= (counts >= MIN_TIMED_TRAINING) & (t - self._training_start
+                                                      >= self.training_time)
+        hits = np.flatnonzero(done)
+        m = int(hits[0]) + 1 if hits.size else t.size
+        self._training.append(e[:m])
         if f is not None:
-            self._confirm_training.append(f)
-        collected = sum(len(x) for x in self._training)
-        span = float(t[-1] - self._training_start) if t.size else 0.0
-        timed = (self.training_time > 0.0 and collected >= MIN_TIMED_TRAINING and t.size > 0
-                 and span >= self.training_time)
-        if collected >= self.training_samples or timed:
-            data = np.concatenate(self._training)
-            trim = self.confidence if self.trim_confidence is None else self.trim_confidence
-            mean, cov, inliers = robust_mean_covariance(data, trim)
-            self._set_covariance(mean, cov, inliers)
-            if sum(len(x) for x in self._confirm_training) == collected:
-                self._confirm = _Learned.fit(np.concatenate(self._confirm_training), trim,
-                                             self.confidence, span, correlation_time)
-            self._training, self._confirm_training = [], []
+            self._confirm_training.append(f[:m])
+        if not hits.size:
+            return m
+        data = np.concatenate(self._training)
+        span = float(t[m - 1] - self._training_start)
+        trim = self.confidence if self.trim_confidence is None else self.trim_confidence
+        mean, cov, inliers = robust_mean_covariance(data, trim)
+        self._set_covariance(mean, cov, inliers)
+        if sum(len(x) for x in self._confirm_training) == len(data):
+            self._confirm = _Learned.fit(np.concatenate(self._confirm_training), trim,
+                                         self.confidence, span, correlation_time)
+        self._training, self._confirm_training = [], []
+        return m
 
     def _refine(self, e: NDArray[np.float64]) -> None:
         """Fold contact-free residuals into ``mu`` and ``S`` (running update)."""

@@ -37,7 +37,12 @@ from inertial_id.core.estimation.online_types import (
     verdicts,
 )
 from inertial_id.core.estimation.payload import PayloadIdentifier
-from inertial_id.core.estimation.payload_change import PRODUCTS, NewPayloadTest, add_rows
+from inertial_id.core.estimation.payload_change import (
+    PRODUCTS,
+    SAMPLE_COLUMNS,
+    NewPayloadTest,
+    add_rows,
+)
 from inertial_id.core.estimation.setup_check import MIN_SAMPLES as SETUP_MIN_SAMPLES
 from inertial_id.core.estimation.setup_check import SetupCheck, SetupProblem
 from inertial_id.core.gathering.synchronizer import MAX_ABS_VALUE, plausible
@@ -78,7 +83,8 @@ class OnlineEstimator:
         self.frozen = False
         self.contacts: list[ContactInterval] = []
         self.payload_changes: list[float] = []
-        # Blocks of (stamps (k,), rows (k, SAMPLE_COLUMNS)): see core.estimation.payload_change.
+        # Blocks of (stamps (k,), rows (k, SAMPLE_COLUMNS + 6)): a held sample then its raw
+        # wrench (core.estimation.payload_change).
         self._pending: deque[tuple[NDArray[np.float64], NDArray[np.float64]]] = deque()
         self._exclude_until = -np.inf
         self._latest = -np.inf
@@ -268,49 +274,79 @@ class OnlineEstimator:
               raw: NDArray[np.float64], confirm: bool = False) -> StepResult:
         """:meth:`add` for samples whose stamps the policy accepted (``rows``: see
         :func:`_add_rows`; ``confirm``: contacts need the filtered residual's
-        confirmation)."""
+        confirmation), in segments that end where the contact monitor's state changes
+        (trained, a contact starts or ends) and where a payload-change check falls due: what
+        is decided does not depend on how the samples were cut into batches."""
         events: list[str] = []
-        v, a, w = rows[:, :6], rows[:, 6:12], rows[:, 12:18]
-        if t.size == 0:
-            return StepResult(t, w, np.zeros(0), np.zeros(0, dtype=bool),
+        held = np.hstack((rows, raw))
+        parts: list[tuple[NDArray[np.float64], ...]] = []
+        start = 0
+        while start < t.size:
+            end = t.size
+            if self.monitor.contact_start is not None:  # a payload-change check may be due
+                end = start + first_at_or_after(t[start:], self._next_change_check) + 1
+            parts.append(self._segment(t[start:end], held[start:end], confirm, events))
+            start += parts[-1][0].size
+        if not parts:
+            return StepResult(t, raw, np.zeros(0), np.zeros(0, dtype=bool),
                               self.monitor.threshold, events)
+        times, residual, t2, contact = (np.concatenate(x) for x in zip(*parts, strict=True))
+        return StepResult(times, residual, t2, contact, self.monitor.threshold, events)
+
+    def _segment(self, t: NDArray[np.float64], held: NDArray[np.float64], confirm: bool,
+                 events: list[str]) -> tuple[NDArray[np.float64], ...]:
+        """Samples (``held``: :data:`SAMPLE_COLUMNS` then the raw wrench) up to and including
+        the first that changes the monitor's state, or all; their stamps, residuals, ``T^2``
+        and contact flags."""
+        v, a, w = held[:, :6], held[:, 6:12], held[:, 12:18]
+        raw = held[:, SAMPLE_COLUMNS:]
         residual = np.zeros_like(w)
         t2 = np.zeros(t.size)
         contact = np.zeros(t.size, dtype=bool)
+        prediction = None
         if self.estimate is not None:
-            prediction = self.predict(v, a, rows[:, PRODUCTS])
+            prediction = self.predict(v, a, held[:, PRODUCTS])
             residual = raw - prediction
             if self.config.monitor and (self.monitor.ready or self.converged and self.from_data):
                 filtered = w - prediction if confirm else None
                 t2, contact = self._monitor(t, residual, filtered, events)
-        if self.estimate is not None:
+                m = t2.size  # the monitor took these; the rest follows in the next segment
+                t, held, w, residual, prediction = (x[:m] for x in (t, held, w, residual,
+                                                                    prediction))
             self._recent_residuals.append(residual)
-        keep = ~contact & (t > self._exclude_until)
+        eligible = ~contact & (t > self._exclude_until)
+        keep = eligible
         start = self.monitor.contact_start
         if start is not None:
             cut = start - self.config.gate_margin
-            keep &= t < cut
-            self._drop_pending_from(cut)
-            self._anomaly.append((t[~keep], np.hstack((rows, raw))[~keep]))
-            if t.size and t[-1] >= self._next_change_check:
+            keep = eligible & (t < cut)
+            # The anomaly: every sample from the contact's start that the estimate would
+            # have taken or that the monitor flags, held ones included.
+            anomaly = self._drop_pending_from(cut)
+            pick = (eligible & (t >= start)) | contact
+            anomaly.append((t[pick], held[pick]))
+            self._anomaly.extend((s[s >= start], x[s >= start]) for s, x in anomaly)
+            if t[-1] >= self._next_change_check:
                 self._check_payload_change(t[-1], events)
         self.counters[GATED] += int(t.size - np.count_nonzero(keep))
-        if self.estimate is not None:
+        if prediction is not None:
             self.setup.add_residual(t[keep], w[keep] - prediction[keep], w[keep])
         if np.any(keep):
-            self._pending.append((t[keep], rows[keep]))
-        if t.size:
-            self._latest = max(self._latest, float(t[-1]))
+            self._pending.append((t[keep], held[keep]))
+        self._latest = max(self._latest, float(t[-1]))
         self._release()
-        return StepResult(t, residual, t2, contact, self.monitor.threshold, events)
+        return t, residual, t2, contact
 
     def _monitor(self, t: NDArray[np.float64], residual: NDArray[np.float64],
                  filtered: NDArray[np.float64] | None, events: list[str]
                  ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        """The contact monitor on the samples up to its first change of state (its
+        :meth:`~inertial_id.core.estimation.anomaly.T2Monitor.advance`); their ``T^2`` and
+        flags."""
         was_ready, was_in_contact = self.monitor.ready, self.monitor.in_contact
         n_intervals = len(self.monitor.intervals)
-        result = self.monitor.update(t, residual, filtered,
-                                     CORRELATION_SHARE * self.filter_span)
+        result = self.monitor.advance(t, residual, filtered,
+                                      CORRELATION_SHARE * self.filter_span)
         if self.monitor.ready and not was_ready:
             events.append("monitor_trained")
         if self.monitor.in_contact and not was_in_contact:
@@ -327,15 +363,20 @@ class OnlineEstimator:
             self._anomaly, self._next_change_check = [], np.inf
         return result.t2, result.contact
 
-    def _drop_pending_from(self, cut: float) -> None:
-        """Forget held samples stamped at or after ``cut``."""
+    def _drop_pending_from(self, cut: float
+                           ) -> list[tuple[NDArray[np.float64], NDArray[np.float64]]]:
+        """Forget held samples stamped at or after ``cut``; their stamps and rows, oldest
+        first."""
+        dropped: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
         while self._pending and self._pending[-1][0][-1] >= cut:
             stamps, rows = self._pending.pop()
             earlier = stamps < cut
             self.counters[GATED] += int(stamps.size - np.count_nonzero(earlier))
+            dropped.insert(0, (stamps[~earlier], rows[~earlier]))
             if earlier.any():
                 self._pending.append((stamps[earlier], rows[earlier]))
                 break
+        return dropped
 
     def _release(self) -> None:
         """Move samples older than the gate margin into the statistics."""
@@ -490,3 +531,10 @@ class OnlineEstimator:
         self._exclude_until = self._latest + self.config.gate_margin
         self.estimate = replace(self.estimate, offset=offset)
         return self.estimate
+
+
+def first_at_or_after(times: NDArray[np.float64], t: float) -> int:
+    """Index of the first of ``times`` (in order, not necessarily increasing) at or after
+    ``t``; the last index when none is."""
+    hits = np.flatnonzero(times >= t)
+    return int(hits[0]) if hits.size else times.size - 1
