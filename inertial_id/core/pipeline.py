@@ -32,12 +32,6 @@ from inertial_id.core.stages import KinematicsStage
 
 SAMPLE_EVERY = 10
 """One sample in this many is kept for the report's wrench-fit figure (100 Hz at 1 kHz)."""
-STEP_PERIOD = 0.1
-"""Seconds of sample time per step of the estimator at most (steps end at its multiples): the
-replay's batches before its passes grew (the solver node's are smaller, up to 200 a second).
-The contact monitor's training and refinement and the payload-change test act at the end of
-a step, so the step, not the size of the pipeline's passes, sets what they see; with steps
-of 0.5 s one payload change of 18 test bags went undetected."""
 HISTORY_PERIOD = 0.1
 """Seconds of sample time per row of the per-batch history, whatever the batches' size."""
 
@@ -162,10 +156,10 @@ class PayloadPipeline:
     def process(self) -> int:
         """Run every sample that is ready through kinematics and the estimator; count.
 
-        The samples go to the estimator in steps that end at each multiple of
-        :data:`STEP_PERIOD` of their stamps and where a solve falls due (the first sample at
-        or after it): what the estimator decides does not depend on how many samples the
-        gatherer handed over at once."""
+        The samples go to the estimator in steps that end where a solve falls due (the first
+        sample at or after it); the estimator decides at samples, not at the ends of its
+        steps, so what it decides does not depend on how many samples the gatherer handed
+        over at once."""
         batch = self.gathering.pop_ready()
         n = len(batch)
         if n == 0:
@@ -181,13 +175,10 @@ class PayloadPipeline:
         self.samples += n
         past_span = self.gathering.choice.past_span
         start = 0
-        bins = np.floor(batch.times / STEP_PERIOD)
-        cuts = np.r_[np.flatnonzero(bins[1:] != bins[:-1]) + 1, n]  # where steps end
         while start < n:
-            end = int(cuts[np.searchsorted(cuts, start, side="right")])
+            end = n
             if self._next_solve is not None:
-                end = min(end, start + first_at_or_after(batch.times[start:],
-                                                          self._next_solve) + 1)
+                end = start + first_at_or_after(batch.times[start:], self._next_solve) + 1
             part = slice(start, end)
             noise = (None if batch.acceleration_noise is None
                      else batch.acceleration_noise[part])

@@ -238,14 +238,16 @@ class OnlineEstimator:
             products = products_of(v[:, 3:])
         self.received += t.size
         keep, jump_at = self.policy.filter(t)
-        rows = np.hstack((v, a, w, noise, products))
+        held = np.hstack((v, a, w, noise, products, raw))
         confirm = wrench_raw is not None and self.filter_span > 0.0
         if jump_at < 0:
-            return self._step(*(x[keep] for x in (t, rows, raw)), confirm)
+            if keep.all():
+                return self._step(t, held, confirm)
+            return self._step(t[keep], held[keep], confirm)
         before, after = np.arange(t.size) < jump_at, np.arange(t.size) >= jump_at
-        first = self._step(*(x[keep & before] for x in (t, rows, raw)), confirm)
+        first = self._step(t[keep & before], held[keep & before], confirm)
         self._follow_jump()
-        second = self._step(*(x[keep & after] for x in (t, rows, raw)), confirm)
+        second = self._step(t[keep & after], held[keep & after], confirm)
         return StepResult(
             np.concatenate((first.times, second.times)),
             np.concatenate((first.residual, second.residual)),
@@ -270,15 +272,14 @@ class OnlineEstimator:
         self._release()
         self._latest = self._exclude_until = -np.inf
 
-    def _step(self, t: NDArray[np.float64], rows: NDArray[np.float64],
-              raw: NDArray[np.float64], confirm: bool = False) -> StepResult:
-        """:meth:`add` for samples whose stamps the policy accepted (``rows``: see
-        :func:`_add_rows`; ``confirm``: contacts need the filtered residual's
-        confirmation), in segments that end where the contact monitor's state changes
+    def _step(self, t: NDArray[np.float64], held: NDArray[np.float64],
+              confirm: bool = False) -> StepResult:
+        """:meth:`add` for samples whose stamps the policy accepted (``held``:
+        :data:`SAMPLE_COLUMNS` then the raw wrench; ``confirm``: contacts need the filtered
+        residual's confirmation), in segments that end where the contact monitor's state changes
         (trained, a contact starts or ends) and where a payload-change check falls due: what
         is decided does not depend on how the samples were cut into batches."""
         events: list[str] = []
-        held = np.hstack((rows, raw))
         parts: list[tuple[NDArray[np.float64], ...]] = []
         start = 0
         while start < t.size:
@@ -288,7 +289,7 @@ class OnlineEstimator:
             parts.append(self._segment(t[start:end], held[start:end], confirm, events))
             start += parts[-1][0].size
         if not parts:
-            return StepResult(t, raw, np.zeros(0), np.zeros(0, dtype=bool),
+            return StepResult(t, held[:, SAMPLE_COLUMNS:], np.zeros(0), np.zeros(0, dtype=bool),
                               self.monitor.threshold, events)
         times, residual, t2, contact = (np.concatenate(x) for x in zip(*parts, strict=True))
         return StepResult(times, residual, t2, contact, self.monitor.threshold, events)
