@@ -67,14 +67,15 @@ class History:
     _last_bin: float = field(default=float("nan"), repr=False)
     _last_count: int = field(default=0, repr=False)
 
-    def record_samples(self, times: NDArray[np.float64], rows: NDArray[np.float64],
+    def record_samples(self, times: NDArray[np.float64], columns: Sequence[NDArray[np.float64]],
                        first: int) -> None:
         """Keep every ``SAMPLE_EVERY``-th of a batch whose first sample is the ``first``-th
-        of the run (times (N,), rows (N, 18))."""
+        of the run: ``times`` (N,) and the row built from ``columns`` (N, k) each (18 in
+        all)."""
         pick = np.flatnonzero((first + np.arange(times.size)) % SAMPLE_EVERY == 0)
         if pick.size:
             self.sample_time.append(times[pick])
-            self.sample_rows.append(rows[pick])
+            self.sample_rows.append(np.hstack([c[pick] for c in columns]))
 
     def record_step(self, step: StepResult) -> None:
         """The rows of one step of the estimator (samples it used or tested, in order), one
@@ -170,7 +171,7 @@ class PayloadPipeline:
             return n
         batch, twist, proper = motion.samples, motion.twist, motion.proper_acceleration
         assert twist is not None and proper is not None
-        self.history.record_samples(batch.times, np.hstack((twist, proper, batch.wrench_raw)),
+        self.history.record_samples(batch.times, (twist, proper, batch.wrench_raw),
                                     self.samples)
         self.samples += n
         past_span = self.gathering.choice.past_span

@@ -38,6 +38,7 @@ from inertial_id.core.estimation.online_types import (
 )
 from inertial_id.core.estimation.payload import PayloadIdentifier
 from inertial_id.core.estimation.payload_change import (
+    NOISE,
     PRODUCTS,
     SAMPLE_COLUMNS,
     NewPayloadTest,
@@ -223,10 +224,13 @@ class OnlineEstimator:
         if products is not None and products.shape != v.shape:
             raise SampleError(f"angular-velocity products {products.shape} differ from the "
                               f"twists' {v.shape}")
-        given = [x for x in (v, a, w, raw, noise, products) if x is not None]
-        if not all(np.isfinite(x).all() for x in given):
+        held = np.empty((t.size, SAMPLE_COLUMNS + 6))  # one row per sample, as held
+        held[:, :6], held[:, 6:12], held[:, 12:18] = v, a, w
+        held[:, NOISE], held[:, SAMPLE_COLUMNS:] = noise, raw
+        held[:, PRODUCTS] = 0.0 if products is None else products
+        if not np.isfinite(held).all():
             raise SampleError("batch contains NaN or inf")
-        if not all(plausible(x) for x in given):
+        if not plausible(held):
             # Finite but no measurement (1e200): squared in the statistics they overflow,
             # and a conic solver given them may panic. Refused here, before anything holds them.
             raise ImplausibleValueError(f"batch contains values beyond {MAX_ABS_VALUE:g}")
@@ -235,10 +239,9 @@ class OnlineEstimator:
                 self._relearn_monitor()  # the gatherer changed its filter
             self.filter_span = float(filter_span)
         if products is None:  # the twists' own: computed once they are known plausible
-            products = products_of(v[:, 3:])
+            held[:, PRODUCTS] = products_of(v[:, 3:])
         self.received += t.size
         keep, jump_at = self.policy.filter(t)
-        held = np.hstack((v, a, w, noise, products, raw))
         confirm = wrench_raw is not None and self.filter_span > 0.0
         if jump_at < 0:
             if keep.all():

@@ -62,8 +62,15 @@ class StampDelay:
 
 def _fit(design: NDArray[np.float64], target: NDArray[np.float64]
          ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Least squares: the solution and the residual (rows as given)."""
-    x, *_ = np.linalg.lstsq(design, target, rcond=None)
+    """Least squares: the solution and the residual (rows as given). Solved from the normal
+    equations of the columns scaled to unit norm (6N rows of at most 17 columns: a sixth of
+    the time of an SVD of the rows); directions under about 3e-7 of the largest singular
+    value (1e-13 of the normal matrix's largest eigenvalue, above its rounding) are left out,
+    as a pseudo-inverse would."""
+    norms = np.linalg.norm(design, axis=0)
+    norms = np.where(norms > 0.0, norms, 1.0)
+    scaled = design / norms
+    x = np.linalg.lstsq(scaled.T @ scaled, scaled.T @ target, rcond=1e-13)[0] / norms
     return x, target - design @ x
 
 
