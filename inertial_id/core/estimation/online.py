@@ -42,14 +42,13 @@ from inertial_id.core.estimation.payload_change import (
     PRODUCTS,
     SAMPLE_COLUMNS,
     NewPayloadTest,
-    add_rows,
 )
 from inertial_id.core.estimation.setup_check import MIN_SAMPLES as SETUP_MIN_SAMPLES
 from inertial_id.core.estimation.setup_check import SetupCheck, SetupProblem
 from inertial_id.core.gathering.synchronizer import MAX_ABS_VALUE, plausible
 from inertial_id.core.gathering.timepolicy import JUMP, OUT_OF_RANGE, StampPolicy
 from inertial_id.core.regressor import angular_products as products_of
-from inertial_id.core.regressor import predicted_wrench
+from inertial_id.core.regressor import batch_gram, predicted_wrench
 
 CHANGE_RECHECK = 0.5
 """Seconds between two payload-change checks during a long anomaly."""
@@ -402,9 +401,16 @@ class OnlineEstimator:
         if self.frozen:
             self.counters[FROZEN] += data.shape[0]
         else:
-            add_rows(self.identifier, data)
-            self.setup.add(data[:, :6], data[:, 6:12], data[:, 12:18])
+            self._take(data)
             self.used += data.shape[0]
+
+    def _take(self, rows: NDArray[np.float64]) -> None:
+        """Held rows (:data:`SAMPLE_COLUMNS` first) into the estimate's and the set-up check's
+        statistics, from one Gram matrix of them (both with the smoothed angular-velocity
+        products)."""
+        gram = batch_gram(rows[:, :6], rows[:, 6:12], rows[:, 12:18], rows[:, PRODUCTS])
+        self.identifier.add_gram(gram, rows[:, NOISE].reshape(-1, 6, 6))
+        self.setup.add_gram(gram)
 
     def _check_payload_change(self, now: float, events: list[str]) -> None:
         """Is the sustained anomaly a new payload? Fit one to the anomaly's samples.
@@ -427,9 +433,8 @@ class OnlineEstimator:
         self.payload_changes.append(float(stamps[0]))
         events.append("payload_change")
         self.identifier.reset()
-        add_rows(self.identifier, rows)
         self.setup.reset()
-        self.setup.add(rows[:, :6], rows[:, 6:12], rows[:, 12:18])
+        self._take(rows)
         self.counters[GATED] -= stamps.size  # they were held out as a contact: now used
         self.used += stamps.size
         self.monitor = self._new_monitor()

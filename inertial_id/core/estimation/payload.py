@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.estimation.estimators import (
@@ -28,6 +28,7 @@ from inertial_id.core.estimation.estimators import (
 from inertial_id.core.estimation.manifold import ManifoldEstimator
 from inertial_id.core.estimation.pls import pls
 from inertial_id.core.regressor import (
+    GRAM_ONES,
     BatchNormalEquations,
     batch_gram,
     noise_information_basis,
@@ -203,12 +204,21 @@ class PayloadIdentifier:
         wrench = np.atleast_2d(np.asarray(wrench, dtype=float))
         if wrench.shape[-1] != 6:
             raise SampleError(f"wrenches must be (N, 6), got {wrench.shape}")
-        n = wrench.shape[0]
-        if n == 0:
+        if wrench.shape[0] == 0:
             return
-        gram = batch_gram(twist, proper_acceleration, wrench, products)
+        self.add_gram(batch_gram(twist, proper_acceleration, wrench, products),
+                      acceleration_noise)
+
+    def add_gram(self, gram: NDArray[np.float64],
+                 acceleration_noise: ArrayLike | None = None) -> None:
+        """:meth:`add` for a batch given by its :func:`~inertial_id.core.regressor.batch_gram`
+        (19, 19; N its ones' sum) and optionally its (N, 6, 6) acceleration noise
+        covariances."""
         if not np.isfinite(np.diagonal(gram)).all():
             raise SampleError("regressor rows or measurements contain NaN or inf")
+        n = int(round(gram[GRAM_ONES, GRAM_ONES]))
+        if n == 0:
+            return
         information, moment, energy = self._normal_equations(gram)
         noise = None
         if acceleration_noise is not None:

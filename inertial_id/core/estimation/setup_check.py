@@ -147,12 +147,18 @@ class SetupCheck:
         normal equations and the sums of the rotation test (``a = a_lin + w x v_lin``, the
         features' first three). A NaN or inf raises :class:`SampleError` before anything
         changes."""
-        n = wrench.shape[0]
-        if n == 0:
+        if wrench.shape[0] == 0:
             return
-        gram = batch_gram(twist, proper_acceleration, wrench)
+        self.add_gram(batch_gram(twist, proper_acceleration, wrench))
+
+    def add_gram(self, gram: NDArray[np.float64]) -> None:
+        """:meth:`add` for a batch given by its :func:`~inertial_id.core.regressor.batch_gram`
+        (19, 19; with the twists' own or the smoothed angular-velocity products)."""
         if not np.isfinite(np.diagonal(gram)).all():
             raise SampleError("regressor rows or measurements contain NaN or inf")
+        n = int(round(gram[GRAM_ONES, GRAM_ONES]))
+        if n == 0:
+            return
         self.force.add_normal_equations(*self._force_equations(gram), 3 * n, n)
         self.torque.add_normal_equations(*self._torque_equations(gram), 3 * n, 0)
         # f = s m a + ...: a (the features' first three) times s against the forces.
