@@ -114,13 +114,27 @@ def _read_only(array: ArrayLike) -> NDArray[np.float64]:
     return out
 
 
+def _scaled_eigh(information: NDArray[np.float64]
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Eigenvalues and eigenvectors of ``A^T W A`` with unit-norm columns, and the column
+    norms ``d`` (a zero one counted as 1: its unknown is not excited)."""
+    d = np.sqrt(np.clip(np.diag(information), 0.0, None))
+    d[d == 0.0] = 1.0
+    values, vectors = np.linalg.eigh(information / np.outer(d, d))
+    return values, vectors, d
+
+
+def _condition(information: NDArray[np.float64], values: NDArray[np.float64]) -> float:
+    """The condition number from the column-scaled eigenvalues ``values`` of
+    ``information``: inf when a column is zero or an eigenvalue not positive."""
+    if values[0] <= 0 or np.any(np.diag(information) <= 0.0):
+        return float("inf")
+    return float(np.sqrt(values[-1] / values[0]))
+
+
 def scaled_condition_number(information: NDArray[np.float64]) -> float:
     """Condition number of the regressor with unit-norm columns, from ``A^T W A``."""
-    d = np.sqrt(np.clip(np.diag(information), 0.0, None))
-    if np.any(d == 0.0):
-        return float("inf")
-    eig = np.linalg.eigvalsh(information / np.outer(d, d))
-    return float(np.sqrt(eig[-1] / eig[0])) if eig[0] > 0 else float("inf")
+    return _condition(information, _scaled_eigh(information)[0])
 
 
 def covariance_factor(information: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -130,9 +144,12 @@ def covariance_factor(information: NDArray[np.float64]) -> NDArray[np.float64]:
     unexcited; any unknown with a component along one gets an infinite variance instead of
     the zero a pseudo-inverse would report.
     """
-    d = np.sqrt(np.clip(np.diag(information), 0.0, None))
-    d[d == 0.0] = 1.0
-    values, vectors = np.linalg.eigh(information / np.outer(d, d))
+    return _factor(*_scaled_eigh(information))
+
+
+def _factor(values: NDArray[np.float64], vectors: NDArray[np.float64],
+            d: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`covariance_factor` from :func:`_scaled_eigh`."""
     keep = values > 1e-12 * max(values[-1], 0.0)
     inverse = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T / np.outer(d, d)
     undetermined = np.abs(vectors[:, ~keep]).max(axis=1, initial=0.0) > 1e-6
@@ -172,7 +189,8 @@ def make_estimate(
     n = N_PI if offset_known else N_UNKNOWNS
     dof = max(stats.rows - n, 1.0)
     sigma2 = stats.residual(x) / dof
-    factor = covariance_factor(stats.information[:n, :n])
+    eigen = _scaled_eigh(stats.information[:n, :n])
+    factor = _factor(*eigen)
     undetermined = np.isinf(np.diag(factor))
     bread = np.where(np.isinf(factor), 0.0, factor)
     if stats.removed_noise.any():  # the score's variance is sigma^2 times the data's A^T W A
@@ -197,7 +215,7 @@ def make_estimate(
         offset=x[N_PI:].copy(),
         covariance=covariance,
         samples=stats.samples,
-        condition_number=scaled_condition_number(stats.information[:n, :n]),
+        condition_number=_condition(stats.information[:n, :n], eigen[0]),
         method=method,
         covariance_type=kind,
     )
