@@ -7,7 +7,7 @@ carrying an elongated payload (4.5 kg bar, 0.45 m, CoM 0.24 m out) or a compact 
 box), with an F/T bias and the demo's F/T noise (0.08 N / 0.004 N m), two pushes on the
 payload, joint states at one rate and wrenches at another (the wrench stamped ``offset``
 after the joints), and runs the messages through the pipeline ``inertial-id replay`` builds
-(:func:`inertial_id.tools.replay.build_pipeline`, :func:`~inertial_id.tools.replay.feed`; only the
+(:func:`inertial_id.tools.replay.build_pipeline`, :func:`~inertial_id.tools.feeding.feed`; only the
 bag file is skipped). Per cell: mass error (%), CoM error (mm), inertia-about-the-CoM error (%,
 Frobenius), the largest ``|z|`` of mass, CoM and inertia about the CoM, the condition number,
 pushes found, and the contact false-positive time (flagged time farther than 0.1 s before or
@@ -48,7 +48,8 @@ from inertial_id.core.simulation import (
     FourierTrajectory,
     PayloadSimulation,
 )
-from inertial_id.tools.replay import PROCESS_PERIOD, build_pipeline, feed
+from inertial_id.tools.feeding import PROCESS_PERIOD, feed
+from inertial_id.tools.replay import build_pipeline
 from inertial_id.tools.report import GOOD_CONDITION
 
 START = 1_700_000_000.0

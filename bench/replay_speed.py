@@ -6,7 +6,7 @@ directory unless ``--bag`` is given) is replayed twice:
 - end to end with :func:`inertial_id.tools.replay.replay` (progress bar off): its wall time gives
   the real-time factor, bag duration / wall time, and its CPU time the factor on an idle core
   (target: >= 100x per core);
-- by replay's loop (:func:`inertial_id.tools.replay.feed`) with the pipeline's stages wrapped in
+- by replay's loop (:func:`inertial_id.tools.feeding.feed`) with the pipeline's stages wrapped in
   timers (the same :class:`BagReader`, the same pipeline from :func:`build_pipeline`, the
   same passes: every ``PROCESS_PERIOD`` seconds of bag time while the gatherer chooses its
   filter, every ``SETTLED_PERIOD`` once it is settled): bag reading + decoding
@@ -49,13 +49,11 @@ from rosbags.highlevel import AnyReader  # noqa: E402
 
 from inertial_id.io.bags import BLOCK_MESSAGES, JOINT_STATE, TYPESTORE, BagReader  # noqa: E402
 from inertial_id.io.cdr import CdrDecoder  # noqa: E402
+from inertial_id.tools.feeding import PROCESS_PERIOD, SETTLED_PERIOD, feed  # noqa: E402
 from inertial_id.tools.replay import (  # noqa: E402
-    PROCESS_PERIOD,
-    SETTLED_PERIOD,
     ReplayOptions,
     apply_overrides,
     build_pipeline,
-    feed,
     load_params,
     replay,
     resolve_urdf,

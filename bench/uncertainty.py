@@ -6,7 +6,7 @@ orientation), an F/T bias (forces within 3 N, torques within 0.1 N m), a traject
 exciting down to slow and poorly exciting), a noise level (0.5-2x the demo's 0.08 N /
 0.004 N m) and sample rates, simulates it with :class:`inertial_id.core.simulation.
 PayloadSimulation` and runs the messages through the pipeline ``inertial-id replay`` builds
-(:func:`inertial_id.tools.replay.build_pipeline` and :func:`~inertial_id.tools.replay.feed`: the
+(:func:`inertial_id.tools.replay.build_pipeline` and :func:`~inertial_id.tools.feeding.feed`: the
 nodes' core objects, solving every 0.5 s of stamps, contacts gated) — only the bag file is skipped.
 Robots: the bundled arm (default parameters, 1 kHz / 500 Hz or 500 / 250 Hz) and the TIAGo
 of ``bench/tiago_params.yaml`` (100 Hz, 40-90 s runs) when its URDF is in the shared data
@@ -58,11 +58,10 @@ from inertial_id.core.simulation import (  # noqa: E402
 )
 from inertial_id.core.statistics import SufficientStatistics  # noqa: E402
 from inertial_id.params.settings import kinematics_settings, online_config  # noqa: E402
+from inertial_id.tools.feeding import PROCESS_PERIOD, feed  # noqa: E402
 from inertial_id.tools.replay import (  # noqa: E402
-    PROCESS_PERIOD,
     ReplayOptions,
     build_pipeline,
-    feed,
     load_params,
     replay,
 )

@@ -21,7 +21,8 @@ from inertial_id.core.simulation import (
     PayloadSimulation,
     bundled_urdf_path,
 )
-from inertial_id.tools.replay import PROCESS_PERIOD, build_pipeline, feed
+from inertial_id.tools.feeding import PROCESS_PERIOD, feed
+from inertial_id.tools.replay import build_pipeline
 
 START = 1_700_000_000.0
 PUSH = Contact(22.0, 0.8, (15.0, 0.0, 0.0), (0.0, 0.0, 0.2))

@@ -31,13 +31,11 @@ from inertial_id.io import mcap_scan
 from inertial_id.io.bags import BagError, BagReader, mcap_chunks
 from inertial_id.io.cdr import CdrDecoder, CdrEncoder
 from inertial_id.io.mcap_scan import ChunkMessages, scan_messages, scan_messages_python
+from inertial_id.tools.feeding import PROCESS_PERIOD, data_ledger, feed
 from inertial_id.tools.replay import (
-    PROCESS_PERIOD,
     ReplayOptions,
     apply_overrides,
     build_pipeline,
-    data_ledger,
-    feed,
     load_params,
     resolve_urdf,
 )
