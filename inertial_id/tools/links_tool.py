@@ -231,7 +231,7 @@ def run_identify_links(args: argparse.Namespace) -> int:
         raise SampleError("none of the CSV's joints is a joint of the URDF")
     model = LinkModel(text, joints=moving, locked=lock)
     data = joint_data(model, position, effort, velocity, args.window, args.order)
-    args.window = data.window  # the held-out recordings are filtered alike; the guard rows
+    window = data.window  # the held-out recordings are filtered alike; the guard rows
     n = data.t.size
     start, stop = args.train_rows or (0, n)
     if not 0 <= start < stop <= n:
@@ -248,9 +248,9 @@ def run_identify_links(args: argparse.Namespace) -> int:
                           dict(args.drive_gain), args.refine_gains, args.max_relative_std,
                           args.consistency, args.com_margin, args.coloured_residuals,
                           friction_candidates=candidates,
-                          folds=args.folds, guard=args.window,
+                          folds=args.folds, guard=window,
                           refine_friction=_shape_chosen(args, friction),
-                          held_out=_held_out_rows(model, args),
+                          held_out=_held_out_rows(model, args, window),
                           presliding_given=args.presliding is not None,
                           gain_std=args.gain_std)
     problem, cad, estimate = identify_links(model, data.rows(start, stop), options, base)
@@ -266,7 +266,7 @@ def run_identify_links(args: argparse.Namespace) -> int:
            "gain_std": estimate.info.get("gain_std"),
            "gain_anchor": _gain_anchor(args, estimate.info.get("gain_std")),
            "known_gains": [name for name, _ in args.drive_gain],
-           "choices": _choices(estimate.info["selection"], args),
+           "choices": _choices(estimate.info["selection"], args, window),
            "torque_rms": _rms(model.joint_names, problem.rms(estimate)),
            "torque_rms_cad": _rms(model.joint_names, problem.rms(cad))}
     doc.update(estimate_document(problem, estimate, args.max_relative_std or 10.0))
@@ -296,13 +296,14 @@ def run_identify_links(args: argparse.Namespace) -> int:
     return 0
 
 
-def _held_out_rows(model: LinkModel, args: argparse.Namespace
+def _held_out_rows(model: LinkModel, args: argparse.Namespace, window: int
                    ) -> tuple[tuple[NDArray[np.float64], ...], ...]:
-    """(q, qd, qdd, effort) of each ``--held-out`` bag, read and filtered as the training's."""
+    """(q, qd, qdd, effort) of each ``--held-out`` bag, read and filtered as the training's
+    (``window``: its filter's samples)."""
     out = []
     for bag in args.held_out:
         position, effort = read_joint_bag(bag, args.joint_states_topic)
-        data = joint_data(model, position, effort, None, args.window, args.order)
+        data = joint_data(model, position, effort, None, window, args.order)
         out.append(data.rows(0, data.t.size))
     return tuple(out)
 
@@ -332,8 +333,10 @@ def _shape_chosen(args: argparse.Namespace, friction: FrictionModel) -> bool:
     return args.velocity_threshold is None and friction.coulomb != "none"
 
 
-def _choices(selection: dict[str, list[dict]], args: argparse.Namespace) -> dict:
-    """What was chosen from the data (the cross-validation tables) and what was given."""
+def _choices(selection: dict[str, list[dict]], args: argparse.Namespace, window: int
+             ) -> dict:
+    """What was chosen from the data (the cross-validation tables) and what was given
+    (``window``: the filter's samples, the cross-validation's guard rows)."""
     out: dict[str, dict] = {}
     shape_given = args.velocity_threshold is not None or args.friction == "none"
     for name, given in (("friction", args.direction_memory != "auto" and shape_given),
@@ -345,7 +348,7 @@ def _choices(selection: dict[str, list[dict]], args: argparse.Namespace) -> dict
                          "candidates": selection[name]}
         elif name in selection:
             out[name] = {"source": "cross-validation", "folds": args.folds,
-                         "guard_rows": args.window, "candidates": selection[name]}
+                         "guard_rows": window, "candidates": selection[name]}
         else:
             out[name] = {"source": "option" if given else "not applicable"}
     return out
