@@ -2,7 +2,7 @@
 comes in (fuzzed joint states and wrenches, joint-state spikes, 1e200 and NaN on the internal
 topics); values beyond any measurement are refused where they enter and counted, and the
 solver answers its services within a second after each. The nodes run in this process
-(:class:`test_robustness.Harness`)."""
+(:class:`node_harness.Harness`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import math
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
+from node_harness import Harness, harness, sensor_batches
 from recordings import Recording
 from std_srvs.srv import Trigger
-from test_robustness import Harness, harness, sensor_batches
 from visualization_msgs.msg import MarkerArray
 
 from inertial_id.msg import ContactAnomaly, InertialParameters, JointSamples, SensorSamples

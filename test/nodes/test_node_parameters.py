@@ -13,10 +13,11 @@ import pytest
 import rclpy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from node_harness import Harness
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from test_robustness import Harness, Recording
+from recordings import Recording
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimation.anomaly import T2Monitor
