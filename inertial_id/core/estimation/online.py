@@ -22,13 +22,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import (
-    ImplausibleValueError,
     InertialIdError,
     SampleError,
     SolverError,
 )
 from inertial_id.core.estimation.anomaly import ContactInterval, T2Monitor
 from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimation.held import Anomaly, HeldSamples, held_rows
 from inertial_id.core.estimation.online_types import (
     OnlineConfig,
     StepResult,
@@ -45,9 +45,7 @@ from inertial_id.core.estimation.payload_change import (
 )
 from inertial_id.core.estimation.setup_check import MIN_SAMPLES as SETUP_MIN_SAMPLES
 from inertial_id.core.estimation.setup_check import SetupCheck, SetupProblem
-from inertial_id.core.gathering.synchronizer import MAX_ABS_VALUE, plausible
 from inertial_id.core.gathering.timepolicy import JUMP, OUT_OF_RANGE, StampPolicy
-from inertial_id.core.regressor import angular_products as products_of
 from inertial_id.core.regressor import batch_gram, predicted_wrench
 
 CHANGE_RECHECK = 0.5
@@ -83,14 +81,10 @@ class OnlineEstimator:
         self.frozen = False
         self.contacts: list[ContactInterval] = []
         self.payload_changes: list[float] = []
-        # Blocks of (stamps (k,), rows (k, SAMPLE_COLUMNS + 6)): a held sample then its raw
-        # wrench (core.estimation.payload_change).
-        self._pending: deque[tuple[NDArray[np.float64], NDArray[np.float64]]] = deque()
+        self._held = HeldSamples()  # waiting for the contact gate
         self._exclude_until = -np.inf
         self._latest = -np.inf
-        # Samples of the current anomaly: (stamps, rows [sample columns, raw wrench]).
-        self._anomaly: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
-        self._next_change_check = np.inf
+        self._anomaly = Anomaly()  # the current contact's samples
         self._recent_residuals: deque[NDArray[np.float64]] = deque(maxlen=TARE_SAMPLES)
         self._change_test = NewPayloadTest()
         self.counters: Counter[str] = Counter()
@@ -104,14 +98,14 @@ class OnlineEstimator:
         self._verdicts: tuple[tuple[Estimate | None, OnlineConfig], Verdicts] | None = None
         self.received = self.used = 0
         self.filter_span = 0.0
-        self.monitor_relearned = 0
-        """Times the contact monitor relearnt its covariance after a change of filter."""
         """s before a sample's stamp that its filtered wrench averages over (the gatherer's
         :attr:`~inertial_id.core.gathering.filter_choice.FilterChoice.past_span`): after a contact
         ends, samples are kept out for this long on top of ``gate_margin``, so no contact force
         reaches the estimate through the filter. Before a contact ``gate_margin`` alone must
         cover the filter's delay (at most ``filter_delay``, 10 ms by default; a centred
         filter's half window otherwise)."""
+        self.monitor_relearned = 0
+        """Times the contact monitor relearnt its covariance after a change of filter."""
 
     def reconfigure(self, config: OnlineConfig) -> None:
         """New settings while running, keeping the data and what the monitor learned.
@@ -136,7 +130,7 @@ class OnlineEstimator:
             self.setup.set_noise(c.payload.force_noise_std, c.payload.torque_noise_std)
         if self.config.monitor and not c.monitor:
             self.monitor.clear_contact()  # no monitor: nothing holds the estimate any more
-            self._anomaly, self._next_change_check = [], np.inf
+            self._anomaly.clear()
         self.config = config
 
     def _new_monitor(self) -> T2Monitor:
@@ -207,38 +201,12 @@ class OnlineEstimator:
             raise SampleError(f"filter span must be 0 .. {MAX_FILTER_SPAN} s, got "
                               f"{filter_span}")
         t = np.asarray(times, dtype=float)
-        v = np.atleast_2d(np.asarray(twist, dtype=float))
-        a = np.atleast_2d(np.asarray(proper_acceleration, dtype=float))
-        w = np.atleast_2d(np.asarray(wrench, dtype=float))
-        raw = w if wrench_raw is None else np.atleast_2d(np.asarray(wrench_raw, dtype=float))
-        noise = (np.zeros((t.size, 6, 6)) if acceleration_noise is None
-                 else np.asarray(acceleration_noise, dtype=float))
-        if not (v.shape == a.shape == w.shape == raw.shape == (t.size, 6)
-                and noise.shape == (t.size, 6, 6)):
-            raise SampleError(f"batch shapes {t.shape} {v.shape} {a.shape} {w.shape} "
-                              f"{raw.shape} {noise.shape} differ")
-        noise = noise.reshape(t.size, 36)
-        products = (None if angular_products is None
-                    else np.atleast_2d(np.asarray(angular_products, dtype=float)))
-        if products is not None and products.shape != v.shape:
-            raise SampleError(f"angular-velocity products {products.shape} differ from the "
-                              f"twists' {v.shape}")
-        held = np.empty((t.size, SAMPLE_COLUMNS + 6))  # one row per sample, as held
-        held[:, :6], held[:, 6:12], held[:, 12:18] = v, a, w
-        held[:, NOISE], held[:, SAMPLE_COLUMNS:] = noise, raw
-        held[:, PRODUCTS] = 0.0 if products is None else products
-        if not np.isfinite(held).all():
-            raise SampleError("batch contains NaN or inf")
-        if not plausible(held):
-            # Finite but no measurement (1e200): squared in the statistics they overflow,
-            # and a conic solver given them may panic. Refused here, before anything holds them.
-            raise ImplausibleValueError(f"batch contains values beyond {MAX_ABS_VALUE:g}")
+        held = held_rows(t.size, twist, proper_acceleration, wrench, wrench_raw,
+                         acceleration_noise, angular_products)
         if filter_span is not None:  # the batch is accepted: its filter's span holds
             if self.filter_span > 0.0 and filter_span != self.filter_span:
                 self._relearn_monitor()  # the gatherer changed its filter
             self.filter_span = float(filter_span)
-        if products is None:  # the twists' own: computed once they are known plausible
-            held[:, PRODUCTS] = products_of(v[:, 3:])
         self.received += t.size
         keep, jump_at = self.policy.filter(t)
         confirm = wrench_raw is not None and self.filter_span > 0.0
@@ -262,14 +230,14 @@ class OnlineEstimator:
         learns it anew (an open contact ends unlogged; the estimate stays, matched filtering
         keeping its statistics valid)."""
         self.monitor = self._new_monitor()
-        self._anomaly, self._next_change_check = [], np.inf
+        self._anomaly.clear()
         self.monitor_relearned += 1
 
     def _follow_jump(self) -> None:
         """The stamps moved to another time base: what is held enters the estimate, and the
         contact state and exclusions (in old stamps) are forgotten."""
         self.monitor.clear_contact()
-        self._anomaly, self._next_change_check = [], np.inf
+        self._anomaly.clear()
         self._latest = np.inf
         self._release()
         self._latest = self._exclude_until = -np.inf
@@ -287,7 +255,7 @@ class OnlineEstimator:
         while start < t.size:
             end = t.size
             if self.monitor.contact_start is not None:  # a payload-change check may be due
-                end = start + first_at_or_after(t[start:], self._next_change_check) + 1
+                end = start + first_at_or_after(t[start:], self._anomaly.next_check) + 1
             parts.append(self._segment(t[start:end], held[start:end], confirm, events))
             start += parts[-1][0].size
         if not parts:
@@ -325,17 +293,17 @@ class OnlineEstimator:
             keep = eligible & (t < cut)
             # The anomaly: every sample from the contact's start that the estimate would
             # have taken or that the monitor flags, held ones included.
-            anomaly = self._drop_pending_from(cut)
+            anomaly = self._held.drop_from(cut)
+            self.counters[GATED] += sum(stamps.size for stamps, _ in anomaly)
             pick = (eligible & (t >= start)) | contact
             anomaly.append((t[pick], held[pick]))
-            self._anomaly.extend((s[s >= start], x[s >= start]) for s, x in anomaly)
-            if t[-1] >= self._next_change_check:
+            self._anomaly.add(anomaly, start)
+            if t[-1] >= self._anomaly.next_check:
                 self._check_payload_change(t[-1], events)
         self.counters[GATED] += int(t.size - np.count_nonzero(keep))
         if prediction is not None:
             self.setup.add_residual(t[keep], w[keep] - prediction[keep], w[keep])
-        if np.any(keep):
-            self._pending.append((t[keep], held[keep]))
+        self._held.hold(t[keep], held[keep])
         self._latest = max(self._latest, float(t[-1]))
         self._release()
         return t, residual, t2, contact
@@ -354,32 +322,15 @@ class OnlineEstimator:
             events.append("monitor_trained")
         if self.monitor.in_contact and not was_in_contact:
             events.append("contact_start")
-            self._anomaly = []
-            start = self.monitor.contact_start or t[-1]
-            after = self.config.payload_change_after
-            self._next_change_check = start + after if after > 0 else np.inf
+            self._anomaly.start(self.monitor.contact_start or t[-1],
+                                self.config.payload_change_after)
         if len(self.monitor.intervals) > n_intervals:
             events.append("contact_end")
             self.contacts.extend(self.monitor.intervals[n_intervals:])
             self._exclude_until = (self.monitor.intervals[-1].end + self.config.gate_margin
                                    + self.filter_span)
-            self._anomaly, self._next_change_check = [], np.inf
+            self._anomaly.clear()
         return result.t2, result.contact
-
-    def _drop_pending_from(self, cut: float
-                           ) -> list[tuple[NDArray[np.float64], NDArray[np.float64]]]:
-        """Forget held samples stamped at or after ``cut``; their stamps and rows, oldest
-        first."""
-        dropped: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
-        while self._pending and self._pending[-1][0][-1] >= cut:
-            stamps, rows = self._pending.pop()
-            earlier = stamps < cut
-            self.counters[GATED] += int(stamps.size - np.count_nonzero(earlier))
-            dropped.insert(0, (stamps[~earlier], rows[~earlier]))
-            if earlier.any():
-                self._pending.append((stamps[earlier], rows[earlier]))
-                break
-        return dropped
 
     def _release(self) -> None:
         """Move samples older than the gate margin into the statistics."""
@@ -387,17 +338,9 @@ class OnlineEstimator:
         candidate = self.monitor.candidate_start
         if candidate is not None:  # a possible contact: hold what is within the margin of it
             horizon = min(horizon, np.nextafter(candidate - self.config.gate_margin, -np.inf))
-        released = []
-        while self._pending and self._pending[0][0][0] <= horizon:
-            stamps, rows = self._pending.popleft()
-            split = int(np.searchsorted(stamps, horizon, side="right"))
-            released.append(rows[:split])
-            if split < stamps.size:
-                self._pending.appendleft((stamps[split:], rows[split:]))
-                break
-        if not released:
+        data = self._held.release(horizon)
+        if data is None:
             return
-        data = np.concatenate(released)
         if self.frozen:
             self.counters[FROZEN] += data.shape[0]
         else:
@@ -420,11 +363,11 @@ class OnlineEstimator:
         threshold) the robot holds something new: the statistics restart from those samples.
         Otherwise it is a long contact, checked again ``CHANGE_RECHECK`` seconds later.
         """
-        self._next_change_check = now + CHANGE_RECHECK
-        if self.estimate is None or not self._anomaly:
+        self._anomaly.next_check = now + CHANGE_RECHECK
+        held = self._anomaly.samples()
+        if self.estimate is None or held is None:
             return
-        stamps = np.concatenate([block[0] for block in self._anomaly])
-        rows = np.concatenate([block[1] for block in self._anomaly])
+        stamps, rows = held
         if stamps.size < self.config.min_samples // 5:
             return
         if not self._change_test.explains(rows, self.estimate.offset, self.identifier.sign,
@@ -439,7 +382,7 @@ class OnlineEstimator:
         self.used += stamps.size
         self.monitor = self._new_monitor()
         self.estimate, self.from_data = None, False
-        self._anomaly, self._next_change_check = [], np.inf
+        self._anomaly.clear()
         self._exclude_until = -np.inf
 
     def solve(self) -> Estimate | None:
@@ -499,16 +442,15 @@ class OnlineEstimator:
         self._setup_checked = (0, False)
         self.monitor = self._new_monitor()
         self.estimate, self.from_data = None, False
-        self.counters[RESET] += sum(stamps.size for stamps, _ in self._pending)
-        self._pending.clear()
+        self.counters[RESET] += self._held.clear()
         self._exclude_until = -np.inf
-        self._anomaly, self._next_change_check = [], np.inf
+        self._anomaly.clear()
         self._recent_residuals.clear()
 
     @property
     def held(self) -> int:
         """Samples held back for the contact gate (not yet used or dropped)."""
-        return int(sum(stamps.size for stamps, _ in self._pending))
+        return self._held.count
 
     def ledger(self) -> dict[str, int]:
         """Where every sample given to :meth:`add` went: ``received`` = ``used`` (entered the
@@ -536,7 +478,7 @@ class OnlineEstimator:
         self.setup.reset()  # its statistics assume one offset throughout
         self._recent_residuals.clear()
         self.monitor.clear_contact()
-        self._anomaly, self._next_change_check = [], np.inf
+        self._anomaly.clear()
         self._exclude_until = self._latest + self.config.gate_margin
         self.estimate = replace(self.estimate, offset=offset)
         return self.estimate
