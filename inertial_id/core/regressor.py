@@ -206,6 +206,13 @@ def batch_gram(twist: ArrayLike, proper_acceleration: ArrayLike, wrench: ArrayLi
     return z.T @ z
 
 
+def gram_samples(gram: NDArray[np.float64]) -> int:
+    """N, the samples of a :func:`batch_gram` (the sum of its column of ones);
+    :class:`~inertial_id.core.errors.SampleError` when a NaN or inf shows on its diagonal."""
+    if not np.isfinite(np.diagonal(gram)).all():
+        raise SampleError("regressor rows or measurements contain NaN or inf")
+    return int(round(gram[GRAM_ONES, GRAM_ONES]))
+
 class BatchNormalEquations:
     """The normal equations of a batch's rows ``w = [s Y, I6] [pi; offset]`` with fixed row
     weights, from its :func:`batch_gram` alone.

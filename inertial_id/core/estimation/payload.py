@@ -28,9 +28,9 @@ from inertial_id.core.estimation.estimators import (
 from inertial_id.core.estimation.manifold import ManifoldEstimator
 from inertial_id.core.estimation.pls import pls
 from inertial_id.core.regressor import (
-    GRAM_ONES,
     BatchNormalEquations,
     batch_gram,
+    gram_samples,
     noise_information_basis,
     wrench_sign,
 )
@@ -214,9 +214,7 @@ class PayloadIdentifier:
         """:meth:`add` for a batch given by its :func:`~inertial_id.core.regressor.batch_gram`
         (19, 19; N its ones' sum) and optionally its (N, 6, 6) acceleration noise
         covariances."""
-        if not np.isfinite(np.diagonal(gram)).all():
-            raise SampleError("regressor rows or measurements contain NaN or inf")
-        n = int(round(gram[GRAM_ONES, GRAM_ONES]))
+        n = gram_samples(gram)
         if n == 0:
             return
         information, moment, energy = self._normal_equations(gram)

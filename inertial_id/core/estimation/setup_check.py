@@ -38,9 +38,15 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from inertial_id.core.errors import InertialIdError, SampleError
+from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimation.estimators import N_PI, Estimate, least_squares
-from inertial_id.core.regressor import GRAM_ONES, GRAM_WRENCH, BatchNormalEquations, batch_gram
+from inertial_id.core.regressor import (
+    GRAM_ONES,
+    GRAM_WRENCH,
+    BatchNormalEquations,
+    batch_gram,
+    gram_samples,
+)
 from inertial_id.core.statistics import SufficientStatistics
 
 MIN_SAMPLES = 1000
@@ -154,9 +160,7 @@ class SetupCheck:
     def add_gram(self, gram: NDArray[np.float64]) -> None:
         """:meth:`add` for a batch given by its :func:`~inertial_id.core.regressor.batch_gram`
         (19, 19; with the twists' own or the smoothed angular-velocity products)."""
-        if not np.isfinite(np.diagonal(gram)).all():
-            raise SampleError("regressor rows or measurements contain NaN or inf")
-        n = int(round(gram[GRAM_ONES, GRAM_ONES]))
+        n = gram_samples(gram)
         if n == 0:
             return
         self.force.add_normal_equations(*self._force_equations(gram), 3 * n, n)
