@@ -1,11 +1,12 @@
 """The whole payload pipeline in one object, for offline replay and benchmarks.
 
-:class:`PayloadPipeline` chains the same core objects the three nodes run —
-:class:`~inertial_id.core.gathering.gatherer.Gathering` (gatherer), :class:`SensorKinematics`
-(kinematics) and :class:`~inertial_id.core.estimation.online.OnlineEstimator` (solver) — and solves
-every
-``solve_period`` seconds of *sample time*, as the solver node does under simulated time.
-It keeps a compact history (one row per processed batch and per solve) for reports.
+:class:`PayloadPipeline` chains the same stage objects the three nodes run:
+:class:`~inertial_id.core.gathering.gatherer.Gathering` (gatherer),
+:class:`~inertial_id.core.stages.KinematicsStage` (kinematics) and
+:class:`~inertial_id.core.estimation.stage.EstimationStage` (solver). The stage solves every
+``solve_period`` seconds of *sample time* here, where the node times the same stage on its
+steady clock. It keeps a compact history (one row per 0.1 s of samples and per solve) for
+reports.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimation.estimators import Estimate
-from inertial_id.core.estimation.online import OnlineEstimator, first_at_or_after
+from inertial_id.core.estimation.online import OnlineEstimator
 from inertial_id.core.estimation.online_types import StepResult
+from inertial_id.core.estimation.stage import EstimationStage
 from inertial_id.core.gathering.gatherer import (
     Gathering,
     JointStateSample,
@@ -129,13 +131,20 @@ class PayloadPipeline:
         self.gathering = gathering
         self.kinematics = kinematics
         self.stage = KinematicsStage(kinematics)
-        self.online = online
-        self.solve_period = solve_period
+        self.estimation = EstimationStage(online, solve_period)
         self.history = History()
         self.samples = 0
-        self.solve_failures: list[str] = []
-        self._next_solve: float | None = None
         self._last_time = float("nan")
+
+    @property
+    def online(self) -> OnlineEstimator:
+        """The estimation stage's online estimator."""
+        return self.estimation.online
+
+    @property
+    def solve_failures(self) -> list[str]:
+        """Every failed solve's message, in order."""
+        return self.estimation.failures
 
     def add_joint_state(self, t: float, names: Sequence[str], positions: Sequence[float],
                         velocities: Sequence[float] = ()) -> bool:
@@ -155,12 +164,12 @@ class PayloadPipeline:
         return self.gathering.add_block(block)
 
     def process(self) -> int:
-        """Run every sample that is ready through kinematics and the estimator; count.
+        """Run every sample that is ready through kinematics and the estimation stage; count.
 
-        The samples go to the estimator in steps that end where a solve falls due (the first
-        sample at or after it); the estimator decides at samples, not at the ends of its
-        steps, so what it decides does not depend on how many samples the gatherer handed
-        over at once."""
+        The stage solves on sample time: it hands the samples to the estimator in steps that
+        end where a solve falls due (the first sample at or after it); the estimator decides
+        at samples, not at the ends of its steps, so what it decides does not depend on how
+        many samples the gatherer handed over at once."""
         batch = self.gathering.pop_ready()
         n = len(batch)
         if n == 0:
@@ -174,48 +183,29 @@ class PayloadPipeline:
         self.history.record_samples(batch.times, (twist, proper, batch.wrench_raw),
                                     self.samples)
         self.samples += n
-        past_span = self.gathering.choice.past_span
-        start = 0
-        while start < n:
-            end = n
-            if self._next_solve is not None:
-                end = start + first_at_or_after(batch.times[start:], self._next_solve) + 1
-            part = slice(start, end)
-            noise = (None if batch.acceleration_noise is None
-                     else batch.acceleration_noise[part])
-            products = None if batch.angular_products is None else batch.angular_products[part]
-            step = self.online.add(batch.times[part], twist[part], proper[part],
-                                   batch.wrench[part], batch.wrench_raw[part], noise,
-                                   past_span, products)
-            self._after_step(step)
-            start = end
+        result = self.estimation.add({
+            "times": batch.times, "twist": twist, "proper_acceleration": proper,
+            "wrench": batch.wrench, "wrench_raw": batch.wrench_raw,
+            "acceleration_noise": batch.acceleration_noise,
+            "filter_span": self.gathering.choice.past_span,
+            "angular_products": batch.angular_products})
+        for step in result.steps:
+            self.history.record_step(step)
+            if step.times.size:
+                self._last_time = float(step.times[-1])
+        self._record_solves(result.solves)
         return n
 
-    def _after_step(self, step: StepResult) -> None:
-        """History of one estimator step, and a solve when one is due."""
-        if "stamp_jump" in step.events:
-            self._next_solve = None  # solve periods restart on the new time base
-        if not step.times.size:
-            return
-        self.history.record_step(step)
-        self._last_time = float(step.times[-1])
-        if self._next_solve is None:
-            self._next_solve = float(step.times[0]) + self.solve_period
-        if self._last_time >= self._next_solve:
-            # One solve per due period; a long step does not re-solve the same statistics.
-            self.solve(self._last_time)
-            periods = np.floor((self._last_time - self._next_solve) / self.solve_period) + 1
-            self._next_solve += periods * self.solve_period
+    def _record_solves(self, solves: Sequence[tuple[float, Estimate]]) -> None:
+        for t, estimate in solves:
+            self.history.record_solve(t, estimate)
 
     def solve(self, t: float | None = None) -> Estimate | None:
         """Solve now (``t``: the sample time it stands for); a failure keeps the last one."""
-        try:
-            estimate = self.online.solve()
-        except InertialIdError as exc:
-            self.solve_failures.append(str(exc))
-            return self.online.estimate
-        if estimate is not None:
-            self.history.record_solve(self._last_time if t is None else t, estimate)
+        t = self._last_time if t is None else t
+        estimate = self.estimation.solve(t)
+        if estimate is not None and not self.estimation.failure:
+            self.history.record_solve(t, estimate)
         return estimate
 
     def finish(self) -> Estimate | None:
@@ -224,4 +214,3 @@ class PayloadPipeline:
         self.gathering.decide(final=True)
         self.process()
         return self.solve()
-

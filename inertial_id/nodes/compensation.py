@@ -99,17 +99,20 @@ class CompensationAnnouncer:
 
 
 class CompensationListener:
-    """The solver's side: follows ``applier/compensation`` and restores the samples' wrench.
+    """The solver's side: follows ``applier/compensation`` into the estimation stage's
+    :class:`~inertial_id.core.estimation.compensation.DriverCompensation` ``core``, which
+    restores the samples' wrench.
 
     ``margins()``: s dropped before a request and after a settle; ``model()``: the URDF model
     of the solver's ``output_frame`` (None without one), to bring a compensation given in
     another frame into the samples' (sensor) frame.
     """
 
-    def __init__(self, node: Node, sign: float, margins: Callable[[], tuple[float, float]],
+    def __init__(self, node: Node, core: DriverCompensation,
+                 margins: Callable[[], tuple[float, float]],
                  model: Callable[[], pin.Model | None]) -> None:
         self.node = node
-        self.core = DriverCompensation(sign)
+        self.core = core
         self.margins = margins
         self.model = model
         self.sensor = ""  # the samples' frame, once a batch came
@@ -152,13 +155,12 @@ class CompensationListener:
                                   "the solver has no URDF (output_frame) to relate them")
         return pi_transform(frame_placement(model, self.sensor, frame).inverse()) @ pi
 
-    def restore(self, samples: dict[str, Any], sensor_frame: str) -> dict[str, Any]:
-        """``samples`` (in ``sensor_frame``) with the driver's payload added back (and the
-        samples of a change left out): :meth:`DriverCompensation.restore`."""
-        self.sensor = sensor_frame
+    def sensor_frame(self, frame: str) -> None:
+        """The samples' frame (each batch's, before the estimation stage restores it): the
+        messages that waited for it are taken now."""
+        self.sensor = frame
         if self.waiting:
             self._take()
-        return self.core.restore(samples)
 
     def values(self) -> dict[str, Number]:
         """Diagnostics: what is added back, since when, and what was dropped."""

@@ -1,8 +1,9 @@
 """solver: the physically consistent payload estimate and contact monitoring.
 
 Subscribes ``sensor_samples`` (inertial_id/SensorSamples) and runs the core
-:class:`~inertial_id.core.estimation.online.OnlineEstimator`: contact-gated sufficient statistics, a
-Hotelling T^2 monitor of the residual wrench, restart on a payload change. Publishes
+:class:`~inertial_id.core.estimation.stage.EstimationStage` that replay runs too: the driver's
+compensation restored, contact-gated sufficient statistics, a Hotelling T^2 monitor of the
+residual wrench, restart on a payload change, solves on the node's steady clock. Publishes
 ``~/parameters`` (inertial_id/InertialParameters), ``~/inertia`` (geometry_msgs/
 InertiaStamped, about the CoM) after every batch of samples, up to ``publish_rate`` (10 Hz
 while solves cost milliseconds; once a second without data), and ``~/markers``
@@ -38,11 +39,12 @@ from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
-from inertial_id.core.errors import ImplausibleValueError, InertialIdError
+from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimation import sdp
 from inertial_id.core.estimation.estimators import Estimate
 from inertial_id.core.estimation.online import OnlineEstimator
-from inertial_id.core.estimation.online_types import Verdicts
+from inertial_id.core.estimation.online_types import StepResult, Verdicts
+from inertial_id.core.estimation.stage import IDLE_PERIOD, EstimationStage
 from inertial_id.core.frames import OutputFrame
 from inertial_id.core.gathering.timepolicy import RESETS
 from inertial_id.core.kinematics import load_urdf_model, require_frame
@@ -87,13 +89,6 @@ MODES = {"links": LinksMode, "payload_from_torques": TorquePayloadMode}
 """The solver's modes that read joint_states instead of sensor_samples."""
 INERTIA_KEYS = ("xx", "xy", "xz", "yy", "yz", "zz")
 """Order of :func:`~inertial_id.core.parameters.vector_from_symmetric`."""
-IDLE_PERIOD = 1.0
-"""s without a batch after which the estimate is published again (a saved payload before
-data, a held one after)."""
-SLOW_SOLVE_PERIOD = 0.1
-"""s between solves at least while they cost milliseconds (cvxpy before the dedicated solver
-is ready, the manifold method): at every 200 Hz batch an LMI-active cvxpy solve would take
-most of a core."""
 MARKER_PERIOD = 0.1
 """s between two ``~/markers`` (RViz needs no more)."""
 LATENCY_WINDOW = 20000
@@ -123,13 +118,15 @@ class Solver(PipelineNode):
             raise InertialIdError(f"mode must be payload, {' or '.join(MODES)}, got "
                                   f"{values['mode']!r}")
         self.initial, self.initial_frame = initial_payload(values)
-        self.online = online_estimator(values, self.initial)
+        self.stage = EstimationStage(online_estimator(values, self.initial),
+                                     1.0 / float(values["publish_rate"]))
+        self.online = self.stage.online
         self.calibration_file = self._calibration_path(values["calibration_file"])
         self.output = OutputFrame(None, values["output_frame"])
         if self.output.frame:
             self._description = RobotDescription(self, values, self._urdf_ready)
         self.compensation = CompensationListener(
-            self, self.online.identifier.sign, lambda: (
+            self, self.stage.compensation, lambda: (
                 self.online.config.gate_margin,
                 self.online.config.gate_margin + self.online.filter_span),
             lambda: self.output.model)
@@ -138,12 +135,11 @@ class Solver(PipelineNode):
                 f"starting from the saved payload in {values['initial_payload_file']}: "
                 f"{self.initial.body.mass:.4g} kg")
         self._prepare_solver(values)
-        self.solve_period = 1.0 / float(values["publish_rate"])
-        self.last_solve = self.last_markers = -math.inf  # s, monotonic
+        self.last_markers = -math.inf  # s, monotonic
         self.frame_id = self.initial_frame  # a saved payload is published before data
         self.last_stamp: float | None = None  # s, stamp of the newest sample used
         self.status = (DiagnosticStatus.WARN, "waiting for samples")
-        self.samples_received = self.undecodable = self.invalid = self.implausible = 0
+        self.undecodable = 0
         self.upstream = UpstreamLoss()
         self.latencies = RecentValues(LATENCY_WINDOW)
         self._logged_setup_error = ""
@@ -172,7 +168,7 @@ class Solver(PipelineNode):
         self.online.reconfigure(online_config(values, self.initial))
         self.calibration_file = self._calibration_path(values["calibration_file"])
         self.contacts.decimation = max(1, int(values["contact_decimation"]))
-        self.solve_period = 1.0 / float(values["publish_rate"])
+        self.stage.solve_period = 1.0 / float(values["publish_rate"])
 
     def _prepare_solver(self, values: dict[str, Any]) -> None:
         """Compile or load the dedicated SDP solver in the background when it will be used:
@@ -240,33 +236,33 @@ class Solver(PipelineNode):
         return handle
 
     def on_samples(self, raw: bytes) -> None:
+        """One batch of sensor samples through the estimation stage; the contact flags of
+        what it used, and the estimate when the stage solved."""
         try:
             samples, frame_id, before = sensor_samples_from_bytes(raw, self.decoder)
         except UndecodableError as exc:
             self.undecodable += 1
             self.get_logger().warning(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
             return
-        if not samples["times"].size:
-            return
         count = samples["times"].size
-        self.samples_received += count
-        samples = self.compensation.restore(samples, frame_id)  # what a driver subtracted
-        if not samples["times"].size:  # all within a change of the driver's compensation
-            self.upstream.update(before, count)
+        if not count:
             return
-        try:
-            step = self.online.add(**samples)
-        except ImplausibleValueError as exc:
-            self.implausible += samples["times"].size
-            self.get_logger().warning(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
-            return
-        except InertialIdError as exc:
-            self.invalid += samples["times"].size
-            self.get_logger().warning(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
+        self.compensation.sensor_frame(frame_id)
+        result = self.stage.add(samples, time.monotonic())
+        if result.dropped:
+            self.get_logger().warning(f"sensor samples dropped: {result.message}",
+                                      throttle_duration_sec=2.0)
             return
         # A batch refused for its values says nothing reliable of its sender's running count
         # (it may not come from kinematics at all): only accepted ones move it.
         self.upstream.update(before, count)
+        for step in result.steps:
+            self._used(step, frame_id)
+        if result.solved:
+            self.publish_estimate()
+
+    def _used(self, step: StepResult, frame_id: str) -> None:
+        """Latency, frame and events of one estimator step; its contact flags."""
         if not step.times.size:
             return
         now = self.get_clock().now().nanoseconds * 1e-9
@@ -280,16 +276,11 @@ class Solver(PipelineNode):
         if self.online.estimate is not None:
             self.contacts.publish(self.frame_id, step.times, step.residual, step.t2,
                                   step.contact, step.threshold, self.online.config.confidence)
-        period = self.solve_period
-        if not self.online.identifier.fast:
-            period = max(period, SLOW_SOLVE_PERIOD)
-        if time.monotonic() - self.last_solve >= period:
-            self.solve_and_publish()
 
     def _idle(self) -> None:
         """Without batches, publish the estimate once per :data:`IDLE_PERIOD`."""
-        if time.monotonic() - self.last_solve >= IDLE_PERIOD:
-            self.solve_and_publish()
+        if self.stage.idle(time.monotonic()):
+            self.publish_estimate()
 
     def _check_frame(self, frame_id: str) -> None:
         """A saved payload holds in the frame it was saved in: say so when the wrenches come
@@ -300,24 +291,15 @@ class Solver(PipelineNode):
                 f"initial_payload_file was saved in frame {saved!r} but the wrenches are in "
                 f"{frame_id!r}: the saved payload does not apply; reset or fix the file")
 
-    def solve_and_publish(self) -> None:
-        """Solve (a failure keeps the last estimate and says so) and publish the estimate
-        if it is physically consistent."""
-        self.last_solve = now = time.monotonic()
-        try:
-            self.online.solve()
-            self.status = self._status()
-        except InertialIdError as exc:
-            self.status = (DiagnosticStatus.ERROR, f"solve failed, keeping last: {exc}")
+    def publish_estimate(self) -> None:
+        """After a solve of the stage: the status (a failed solve kept the last estimate and
+        says so), and the estimate if it is physically consistent."""
+        now = time.monotonic()
+        if self.stage.failure:
+            self.status = (DiagnosticStatus.ERROR, self.stage.failure)
             self.get_logger().warning(self.status[1], throttle_duration_sec=5.0)
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as exc:  # noqa: BLE001 - a failure the core did not foresee
-            # (a solver library's panic derives from BaseException) must not end or stall the
-            # node: it keeps the last estimate and says so
-            self.status = (DiagnosticStatus.ERROR, f"solve failed unexpectedly, keeping last: "
-                                                   f"{type(exc).__name__}: {exc}")
-            self.get_logger().error(self.status[1], throttle_duration_sec=5.0)
+        else:
+            self.status = self._status()
         estimate = self.online.estimate
         stamp = (self.get_clock().now().to_msg() if self.last_stamp is None
                  else to_stamp(self.last_stamp))  # data stamp; now for a saved payload
@@ -367,13 +349,12 @@ class Solver(PipelineNode):
         (:func:`estimate_values`)."""
         level, message = self.status
         online = self.online
-        ledger = online.ledger()
+        ledger = self.stage.ledger()
         values: dict[str, Number] = {
-            "samples_received": self.samples_received, "samples_used": ledger["used"],
+            "samples_received": ledger["received"], "samples_used": ledger["used"],
             "samples_held": ledger["held"], "messages_undecodable": self.undecodable,
             "samples_lost_upstream": self.upstream.lost,
-            "samples_missed_at_start": self.upstream.missed, "dropped_invalid": self.invalid,
-            "dropped_implausible": self.implausible,
+            "samples_missed_at_start": self.upstream.missed,
             "messages_withheld_not_finite": sum(self.contacts.guard.withheld.values()),
             **{f"setup_{k}": v for k, v in online.setup.evidence().items()},
             **{k: v for k, v in ledger.items() if k.startswith("dropped_")},

@@ -96,8 +96,9 @@ def test_nothing_non_finite_is_published_on_any_topic() -> None:
         h.settle()
         status = h.fresh_diagnostics()
         solver = h.nodes["solver"]
-        assert solver.implausible == 3 * 2 * 50, status["solver"].values  # the NaN ones:
-        assert solver.invalid == 2 * 50, status["solver"].values  # dropped_invalid
+        dropped = solver.stage.dropped
+        assert dropped["implausible"] == 3 * 2 * 50, status["solver"].values  # the NaN ones:
+        assert dropped["invalid"] == 2 * 50, status["solver"].values  # dropped_invalid
         assert int(status["gatherer"].values["dropped_joint_state_spike"]) == len(spikes)
         assert not h.probe.diagnostics["solver"][-1].message.startswith("set-up"), (
             h.probe.diagnostics["solver"][-1].message)

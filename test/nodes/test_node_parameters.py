@@ -115,7 +115,7 @@ def test_an_integer_is_accepted_for_a_double(context: rclpy.Context) -> None:
     solver = make("solver", context, publish_rate=5, force_noise_std=1)
     assert solver.get_parameter("publish_rate").type_ == Parameter.Type.DOUBLE
     assert solver.get_parameter("publish_rate").value == 5.0
-    assert solver.solve_period == 0.2
+    assert solver.stage.solve_period == 0.2
     kinematics = make("kinematics", context, gravity=[0, 0, -10])
     assert kinematics.settings.gravity == (0.0, 0.0, -10.0)
     (result,) = solver.set_parameters([Parameter("confidence", value=1)])  # out of range
@@ -151,7 +151,7 @@ def test_tunables_change_the_live_objects(context: rclpy.Context) -> None:
     assert online.identifier.config.forgetting_factor == 0.9999
     assert online.config.converged_mass_std == 0.02 and online.config.gate_margin == 0.1
     assert solver.contacts.decimation == 3
-    assert solver.solve_period == 0.1
+    assert solver.stage.solve_period == 0.1
     gatherer = make("gatherer", context)
     (result,) = gatherer.set_parameters([Parameter("publish_rate", value=50.0)])
     assert result.successful and gatherer.publish_rate == 50.0

@@ -489,7 +489,7 @@ def test_the_solver_node_with_an_impossible_timeout_publishes_nothing_and_stays_
             h.sensor_pub.publish(msg)
             h.spin(0.01)
         solver = h.nodes["solver"]
-        assert h.spin(10.0, lambda: solver.samples_received >= data.wrench_t.size)
+        assert h.spin(10.0, lambda: solver.stage.received >= data.wrench_t.size)
         h.spin(1.0)
         status = h.fresh_diagnostics()["solver"]
         assert status.level == ERROR, status
@@ -498,7 +498,7 @@ def test_the_solver_node_with_an_impossible_timeout_publishes_nothing_and_stays_
         assert int(status.values["samples_received"]) == data.wrench_t.size
         # still responsive: more samples are taken
         h.sensor_pub.publish(next(iter(sensor_batches(data))))
-        assert h.spin(5.0, lambda: solver.samples_received > data.wrench_t.size)
+        assert h.spin(5.0, lambda: solver.stage.received > data.wrench_t.size)
 
 
 def test_the_solver_publishes_a_consistent_estimate_after_every_batch() -> None:
@@ -513,7 +513,7 @@ def test_the_solver_publishes_a_consistent_estimate_after_every_batch() -> None:
             h.sensor_pub.publish(msg)
             h.spin(0.02)
         solver = h.nodes["solver"]
-        assert h.spin(10.0, lambda: solver.samples_received >= data.wrench_t.size)
+        assert h.spin(10.0, lambda: solver.stage.received >= data.wrench_t.size)
         h.spin(0.3)  # the last estimates reach the probe (the idle period is 1 s)
         during = len(h.probe.parameters)
         expected = len(batches) - 10  # from the 11th: 500 used (the gate holds 13 back)
@@ -547,8 +547,8 @@ def test_the_solver_drops_malformed_batches() -> None:
             h.spin(0.01)
         solver = h.nodes["solver"]
         expected = data.wrench_t.size - len(batches[0].stamps) - len(batches[1].stamps)
-        h.spin(10.0, lambda: solver.samples_received - solver.invalid >= expected)
-        good = solver.samples_received - solver.invalid
+        h.spin(10.0, lambda: solver.stage.received - solver.stage.dropped["invalid"] >= expected)
+        good = solver.stage.received - solver.stage.dropped["invalid"]
         assert good == expected, f"{expected - good} good samples dropped with the bad batches"
         estimate = h.wait_for_estimate()
         h.fresh_diagnostics()

@@ -1,0 +1,210 @@
+"""The solver's whole work, for the solver node and offline replay alike.
+
+:class:`EstimationStage` takes the kinematics' batches (sensor-frame samples, the keyword
+arrays of :meth:`OnlineEstimator.add`) and
+
+1. restores what a robot driver subtracted from the wrench
+   (:class:`~inertial_id.core.estimation.compensation.DriverCompensation`, fed with the
+   applier's announcements live or the recorded ``~/compensation`` topic offline);
+2. adds the samples to the :class:`~inertial_id.core.estimation.online.OnlineEstimator`,
+   counting a refused batch by reason (``invalid``, ``implausible``) with a one-line message;
+3. solves on a schedule: every ``solve_period`` seconds of a clock the caller gives (the node's
+   steady clock), or of sample time when it gives none (replay: the batch is then cut at the
+   first sample at or after each due solve, so what is decided does not depend on how the
+   batches were cut); at least :data:`SLOW_SOLVE_PERIOD` apart while a solve costs
+   milliseconds; and after :data:`IDLE_PERIOD` without a solve when asked (:meth:`idle`);
+4. keeps the last estimate when a solve fails, whatever the failure, and names it
+   (:attr:`failure`).
+
+Nothing here imports ROS: the node converts messages and publishes what this returns.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from inertial_id.core.errors import ImplausibleValueError, InertialIdError
+from inertial_id.core.estimation.compensation import DriverCompensation
+from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimation.online import OnlineEstimator, first_at_or_after
+from inertial_id.core.estimation.online_types import StepResult
+
+SLOW_SOLVE_PERIOD = 0.1
+"""s between solves at least while they cost milliseconds (cvxpy before the dedicated solver
+is ready, the manifold method): at every 200 Hz batch an LMI-active cvxpy solve would take
+most of a core."""
+IDLE_PERIOD = 1.0
+"""s without a solve after which :meth:`EstimationStage.idle` solves (and the node publishes)
+again: a saved payload before data, a held one after."""
+INVALID, IMPLAUSIBLE = "invalid", "implausible"
+"""Reasons a whole batch is refused: values the estimator cannot take (shapes, NaN, stamps),
+finite values beyond any measurement."""
+
+
+@dataclass
+class StageResult:
+    """What one batch did: the estimator's ``steps`` (samples used or tested, in order), the
+    ``solves`` that gave an estimate (the clock value each stands for, and the estimate),
+    whether a solve was made at all (``solved``: a failed one keeps the last estimate), and a
+    refused batch's reason and one-line message (``dropped``: ``""`` when it was taken)."""
+
+    steps: list[StepResult] = field(default_factory=list)
+    solves: list[tuple[float, Estimate]] = field(default_factory=list)
+    solved: bool = False
+    dropped: str = ""
+    message: str = ""
+
+    @property
+    def events(self) -> list[str]:
+        """The estimator's events of every step, in order."""
+        return [event for step in self.steps for event in step.events]
+
+
+class EstimationStage:
+    """Compensation, the online estimator and its solve schedule (module docstring).
+
+    ``solve_period``: s between solves on the clock the caller passes to :meth:`add` (or of
+    sample time). ``compensation``: what the driver subtracts (a new one with the
+    estimator's sign when None).
+    """
+
+    def __init__(self, online: OnlineEstimator, solve_period: float,
+                 compensation: DriverCompensation | None = None) -> None:
+        if not solve_period > 0.0:
+            raise InertialIdError(f"solve period must be > 0 s, got {solve_period}")
+        self.online = online
+        self.solve_period = float(solve_period)
+        self.compensation = compensation or DriverCompensation(online.identifier.sign)
+        self.received = 0
+        """Samples given to :meth:`add` (before the compensation's hold-offs)."""
+        self.dropped: Counter[str] = Counter()
+        """Samples of refused batches, by reason (:data:`INVALID`, :data:`IMPLAUSIBLE`)."""
+        self.failure = ""
+        """Why the last solve failed (``""`` when it did not): the estimate is the last good."""
+        self.failures: list[str] = []
+        """Every failed solve's message, in order."""
+        self.last_solve = -np.inf  # clock s
+        self._next_due: float | None = None  # sample s, on sample time
+
+    @property
+    def period(self) -> float:
+        """s between solves now: :attr:`solve_period`, or :data:`SLOW_SOLVE_PERIOD` while a
+        solve costs milliseconds."""
+        if self.online.identifier.fast:
+            return self.solve_period
+        return max(self.solve_period, SLOW_SOLVE_PERIOD)
+
+    def add(self, samples: Mapping[str, Any], now: float | None = None) -> StageResult:
+        """One batch (``times`` (N,) s and the other keyword arrays of
+        :meth:`OnlineEstimator.add`, sensor frame); ``now``: the clock its solve is timed on
+        (s; None: sample time, the batch cut at each due solve)."""
+        out = StageResult()
+        times = np.asarray(samples.get("times", ()), dtype=float)
+        self.received += times.size
+        restored = self.compensation.restore(dict(samples))
+        if not np.asarray(restored["times"]).size:
+            return out  # all within a change of the driver's compensation
+        if now is None:
+            self._on_sample_time(restored, out)
+        elif self._step(restored, out) and now - self.last_solve >= self.period:
+            self._solve_into(now, out)
+        return out
+
+    def _solve_into(self, now: float, out: StageResult) -> None:
+        estimate = self.solve(now)
+        out.solved = True
+        if estimate is not None and not self.failure:
+            out.solves.append((now, estimate))
+
+    def _step(self, samples: Mapping[str, Any], out: StageResult) -> bool:
+        """One call of the estimator; False (counted, ``out`` says why) when refused."""
+        try:
+            out.steps.append(self.online.add(**samples))
+        except ImplausibleValueError as exc:
+            return self._refuse(samples, IMPLAUSIBLE, str(exc), out)
+        except InertialIdError as exc:
+            return self._refuse(samples, INVALID, str(exc), out)
+        return True
+
+    def _refuse(self, samples: Mapping[str, Any], reason: str, message: str,
+                out: StageResult) -> bool:
+        self.dropped[reason] += int(np.size(samples.get("times", ())))
+        out.dropped, out.message = reason, message
+        return False
+
+    def _on_sample_time(self, samples: Mapping[str, Any], out: StageResult) -> None:
+        """The batch in parts that end at the first sample at or after each due solve."""
+        times = np.asarray(samples["times"], dtype=float)
+        n, start = times.size, 0
+        while start < n:
+            end = n
+            if self._next_due is not None:
+                end = start + first_at_or_after(times[start:], self._next_due) + 1
+            part = {k: (v[start:end] if isinstance(v, np.ndarray) and v.shape[:1] == (n,)
+                        else v) for k, v in samples.items()}
+            if not self._step(part, out):
+                return
+            self._after_step(out)
+            start = end
+
+    def _after_step(self, out: StageResult) -> None:
+        """On sample time: a solve when one is due after the last step."""
+        step = out.steps[-1]
+        if "stamp_jump" in step.events:
+            self._next_due = None  # solve periods restart on the new time base
+        if not step.times.size:
+            return
+        last = float(step.times[-1])
+        if self._next_due is None:
+            self._next_due = float(step.times[0]) + self.solve_period
+        if last >= self._next_due:
+            # One solve per due period; a long step does not re-solve the same statistics.
+            self._solve_into(last, out)
+            periods = np.floor((last - self._next_due) / self.solve_period) + 1
+            self._next_due += periods * self.solve_period
+
+    def idle(self, now: float) -> bool:
+        """Solve when none was made for :data:`IDLE_PERIOD` s of the ``now`` clock; whether
+        it did."""
+        if now - self.last_solve < IDLE_PERIOD:
+            return False
+        self.solve(now)
+        return True
+
+    def solve(self, now: float) -> Estimate | None:
+        """Solve now (``now``: the clock value it stands for); any failure keeps the last
+        estimate and is named in :attr:`failure`."""
+        self.last_solve = now
+        try:
+            self.online.solve()
+            self.failure = ""
+        except InertialIdError as exc:
+            self._failed(f"solve failed, keeping last: {exc}")
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a failure the core did not foresee
+            # (a solver library's panic derives from BaseException) must not end or stall
+            # the node or the replay: the last estimate stays and the failure is named
+            self._failed(f"solve failed unexpectedly, keeping last: "
+                         f"{type(exc).__name__}: {exc}")
+        return self.online.estimate
+
+    def _failed(self, message: str) -> None:
+        self.failure = message
+        self.failures.append(message)
+
+    def ledger(self) -> dict[str, int]:
+        """Where every sample given to :meth:`add` went: ``received``; the estimator's
+        ``used``, ``held`` and drops (:meth:`OnlineEstimator.ledger`); and this stage's
+        drops (``dropped_invalid``, ``dropped_implausible``,
+        ``dropped_driver_compensation_changing``). They add up to ``received``."""
+        out = self.online.ledger()
+        out["received"] = self.received
+        out.update({f"dropped_{k}": int(self.dropped[k]) for k in (INVALID, IMPLAUSIBLE)})
+        out["dropped_driver_compensation_changing"] = self.compensation.dropped
+        return out
