@@ -67,6 +67,19 @@ def pi_transform(sensor_M_frame: pin.SE3) -> NDArray[np.float64]:
     ])
 
 
+def pi_in_frame(pi: NDArray[np.float64], frame: str, sensor_frame: str,
+                model: pin.Model | None) -> NDArray[np.float64]:
+    """``pi`` given in ``frame`` (about its origin, its axes) re-expressed in
+    ``sensor_frame``; as it is when the frames are the same (or ``frame`` is unstated, or
+    ``pi`` is zero). :class:`ModelError` when they differ and no ``model`` relates them."""
+    if not frame or frame == sensor_frame or not np.any(pi):
+        return pi
+    if model is None:
+        raise ModelError(f"it is in {frame!r}, the wrench in {sensor_frame!r}, and there is "
+                         "no URDF to relate them")
+    return pi_transform(frame_placement(model, sensor_frame, frame).inverse()) @ pi
+
+
 def wrench_transform(sensor_M_frame: pin.SE3) -> NDArray[np.float64]:
     """The 6x6 matrix taking a wrench ``[f; tau]`` about the sensor origin (sensor axes) to the
     same wrench about the frame origin (frame axes)."""

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError
+from inertial_id.core.estimation.compensation import Announcement
 from inertial_id.core.estimation.estimators import Estimate
 from inertial_id.core.estimation.online import OnlineEstimator
 from inertial_id.core.estimation.online_types import StepResult
@@ -134,6 +135,10 @@ class PayloadPipeline:
         self.estimation = EstimationStage(online, solve_period)
         self.history = History()
         self.samples = 0
+        self.announcements: list[Announcement] = []
+        """The driver's compensation announcements not yet applied (sensor frame), in
+        order: each is applied before the first batch that reaches its stamp less the
+        hold-off before a change (:meth:`announce`)."""
         self._last_time = float("nan")
 
     @property
@@ -145,6 +150,22 @@ class PayloadPipeline:
     def solve_failures(self) -> list[str]:
         """Every failed solve's message, in order."""
         return self.estimation.failures
+
+    def announce(self, announcements: Sequence[Announcement]) -> None:
+        """What a driver subtracted from the recorded wrench (the applier's
+        ``~/compensation``, ``pi`` in the sensor frame): added back to the samples, as the
+        solver node does live."""
+        self.announcements.extend(sorted(announcements, key=lambda a: a.stamp))
+
+    def _apply_announcements(self, last: float) -> None:
+        """The announcements due before samples up to ``last`` (s) enter the estimator:
+        with the node's hold-offs (the estimator's gate margin before a change, and it plus
+        the filter's span after)."""
+        online = self.estimation.online
+        before = online.config.gate_margin
+        after = before + online.filter_span
+        while self.announcements and self.announcements[0].stamp - before <= last:
+            self.estimation.compensation.announce(self.announcements.pop(0), before, after)
 
     def add_joint_state(self, t: float, names: Sequence[str], positions: Sequence[float],
                         velocities: Sequence[float] = ()) -> bool:
@@ -183,6 +204,7 @@ class PayloadPipeline:
         self.history.record_samples(batch.times, (twist, proper, batch.wrench_raw),
                                     self.samples)
         self.samples += n
+        self._apply_announcements(float(batch.times[-1]))
         result = self.estimation.add({
             "times": batch.times, "twist": twist, "proper_acceleration": proper,
             "wrench": batch.wrench, "wrench_raw": batch.wrench_raw,

@@ -23,8 +23,10 @@ from rosbags.rosbag2 import StoragePlugin, Writer, storage_mcap
 from rosbags.typesys import Stores, get_typestore
 
 from inertial_id.core.errors import InertialIdError
+from inertial_id.core.estimation.compensation import Announcement
 from inertial_id.core.gathering.gatherer import JointStateSample, MessageBlock, WrenchSample
 from inertial_id.io.cdr import CdrDecoder, stamp_parts
+from inertial_id.io.compensation_topic import read_announcements, register
 from inertial_id.io.mcap_scan import ChunkMessages, TruncatedRecord, chunk_messages
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
@@ -32,6 +34,7 @@ WRENCH = "geometry_msgs/msg/WrenchStamped"
 STRING = "std_msgs/msg/String"
 CLOCK = "rosgraph_msgs/msg/Clock"
 TYPESTORE = get_typestore(Stores.ROS2_KILTED)
+register(TYPESTORE)  # the applier's ~/compensation, written by simulate, read by replay
 BLOCK_MESSAGES = 2048
 """Messages :meth:`BagReader.blocks` decodes at once (2 s of a 1 kHz wrench and 500 Hz joint
 states at most)."""
@@ -129,6 +132,11 @@ class BagReader:
     def duration(self) -> float:
         """Seconds between the first and the last message (log time)."""
         return (self._reader.end_time - self._reader.start_time) * 1e-9
+
+    def announcements(self) -> list[Announcement]:
+        """The applier's ``~/compensation`` announcements in the bag, in log-time order
+        (:func:`~inertial_id.io.compensation_topic.read_announcements`; [] without any)."""
+        return read_announcements(self._reader)
 
     def robot_description(self) -> str | None:
         """The first URDF published in the bag, if any."""

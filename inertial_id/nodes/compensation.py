@@ -25,8 +25,13 @@ from rclpy.qos import QoSProfile
 from std_msgs.msg import Header
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimation.compensation import PENDING, SETTLED, DriverCompensation
-from inertial_id.core.frames import frame_placement, pi_transform
+from inertial_id.core.estimation.compensation import (
+    PENDING,
+    SETTLED,
+    Announcement,
+    DriverCompensation,
+)
+from inertial_id.core.frames import pi_in_frame
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import Number, latched_qos, to_stamp
@@ -131,29 +136,22 @@ class CompensationListener:
         while self.waiting:
             msg = self.waiting.pop(0)
             before, after = self.margins()
-            if msg.method == PENDING:
-                self.core.request(_seconds(msg.header), before)
-            elif msg.method == SETTLED:
-                try:
-                    pi = self._in_sensor_frame(np.asarray(msg.pi, float), msg.header.frame_id)
-                except InertialIdError as exc:
-                    self.problem = f"driver compensation not usable: {exc}"
-                    self.node.get_logger().error(self.problem)
-                    continue
-                self.problem = ""
-                self.core.settled(_seconds(msg.header), pi, after)
+            stamp = _seconds(msg.header)
+            try:
+                pi = self._in_sensor_frame(np.asarray(msg.pi, float), msg.header.frame_id)
+            except InertialIdError as exc:
+                self.problem = f"driver compensation not usable: {exc}"
+                self.node.get_logger().error(self.problem)
+                continue
+            self.problem = ""
+            self.core.announce(Announcement(stamp, msg.method, self.sensor, pi), before, after)
+            if msg.method == SETTLED:
                 self.node.get_logger().info(
                     f"the driver now subtracts {pi[0]:.4g} kg from the wrench (from "
-                    f"t = {_seconds(msg.header):.3f} s): it is added back to every sample")
+                    f"t = {stamp:.3f} s): it is added back to every sample")
 
     def _in_sensor_frame(self, pi: NDArray[np.float64], frame: str) -> NDArray[np.float64]:
-        model = self.model()
-        if not frame or frame == self.sensor or not pi.any():
-            return pi
-        if model is None:
-            raise InertialIdError(f"it is in {frame!r}, the wrench in {self.sensor!r}, and "
-                                  "the solver has no URDF (output_frame) to relate them")
-        return pi_transform(frame_placement(model, self.sensor, frame).inverse()) @ pi
+        return pi_in_frame(pi, frame, self.sensor, self.model())
 
     def sensor_frame(self, frame: str) -> None:
         """The samples' frame (each batch's, before the estimation stage restores it): the

@@ -194,6 +194,10 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
                      help="an external force on the payload (repeatable)")
     sim.add_argument("--payload-change", type=_floats(5), metavar="'TIME MASS CX CY CZ'",
                      help="from TIME on the robot holds another payload")
+    sim.add_argument("--driver-payload-at", type=float, metavar="TIME",
+                     help="from TIME on the driver subtracts the payload's mass and CoM from "
+                          "the wrench (as a UR after an apply), announced on "
+                          "/applier/compensation")
     sim.add_argument("--wrench-rate", type=float, default=1000.0, help="Hz (default 1000)")
     sim.add_argument("--joint-state-rate", type=float, default=500.0, help="Hz (default 500)")
     sim.add_argument("--seed", type=int, default=0, help="noise seed")
@@ -378,7 +382,8 @@ def _simulate(args: argparse.Namespace) -> int:
         offset=tuple(args.offset or DEFAULT_OFFSET), force_noise_std=args.force_noise,
         torque_noise_std=args.torque_noise,
         contacts=tuple(Contact(c[0], c[1], tuple(c[2:5])) for c in args.contact),
-        payload_change=change, seed=args.seed, storage=args.storage,
+        payload_change=change, driver_payload_at=args.driver_payload_at, seed=args.seed,
+        storage=args.storage,
     ))
     print(f"wrote {path} ({args.duration:g} s, ground truth in {path / 'ground_truth.yaml'})")
     return 0

@@ -13,7 +13,7 @@ contract of DESIGN.md.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimation.estimators import Estimate
-from inertial_id.core.frames import OutputFrame
+from inertial_id.core.frames import OutputFrame, pi_in_frame
 from inertial_id.core.gathering.gatherer import Gathering
 from inertial_id.core.gathering.timepolicy import JUMP, OUT_OF_RANGE
 from inertial_id.core.parameters import vector_from_symmetric
@@ -217,6 +217,10 @@ def replay(options: ReplayOptions) -> ReplayResult:
     apply_overrides(options, params)
     with BagReader(options.bag, options.joint_states_topic, options.wrench_topic) as bag:
         pipeline = build_pipeline(params, resolve_urdf(params["kinematics"], bag))
+        sensor, model = pipeline.kinematics.sensor_frame, pipeline.kinematics.model
+        announcements = bag.announcements()
+        pipeline.announce([replace(a, frame=sensor, pi=pi_in_frame(a.pi, a.frame, sensor, model))
+                           for a in announcements])
         bar = tqdm(total=bag.message_count, unit="msg", disable=not options.progress,
                    desc=f"replay {options.bag.name}", leave=False)
         fed = feed(bag.blocks(), pipeline, PROCESS_PERIOD, bar.update, options.stop,

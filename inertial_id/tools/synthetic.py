@@ -17,6 +17,7 @@ import numpy as np
 import yaml
 from numpy.typing import NDArray
 
+from inertial_id.core.estimation.compensation import PENDING, SETTLED, compensated_body
 from inertial_id.core.joint_torque.current_arm import MotorCurrentArm, Push
 from inertial_id.core.kinematics import SensorKinematics, urdf_text
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
@@ -34,13 +35,20 @@ from inertial_id.core.simulation import (
 from inertial_id.io.bags import (
     JOINT_STATE,
     STRING,
+    TYPESTORE,
     WRENCH,
     joint_state_message,
     string_message,
     wrench_message,
     write_bag,
 )
+from inertial_id.io.compensation_topic import COMPENSATION, compensation_message
 
+COMPENSATION_TOPIC = "/applier/compensation"
+DRIVER_TRANSITION = 0.3
+"""s a simulated driver takes to move to the payload it was given."""
+DRIVER_REQUEST_LEAD = 0.02
+"""s between the applier's request and the driver's switch starting."""
 START_TIME = 1_700_000_000.0
 """Stamp of the first sample (s): a plausible epoch time, as a robot would record."""
 
@@ -64,6 +72,10 @@ class SimulateOptions:
     """Vibration bursts on the F/T reading, not contacts (:class:`~inertial_id.core.simulation.
     Vibration`; listed in ``ground_truth.yaml`` when there are any)."""
     payload_change: tuple[float, BodyParameters] | None = None
+    driver_payload_at: float | None = None
+    """From this time (s) on, the driver subtracts the payload's mass and CoM from the wrench
+    it publishes, as a UR does after the payload was applied, and the applier's announcements
+    are on ``/applier/compensation`` (:data:`DRIVER_TRANSITION` s to switch)."""
     seed: int = 0
     trajectory_seed: int = 1
     storage: str = "mcap"
@@ -80,7 +92,27 @@ def _simulation(options: SimulateOptions) -> tuple[PayloadSimulation, str]:
         contacts=options.contacts, vibrations=options.vibrations, seed=options.seed,
         payload_changes=(options.payload_change,) if options.payload_change else (),
     )
+    if options.driver_payload_at is not None:
+        sim.set_driver_payload(options.driver_payload_at, _driver_pi(options), DRIVER_TRANSITION)
     return sim, Path(urdf).read_text()
+
+
+def _driver_pi(options: SimulateOptions) -> NDArray[np.float64]:
+    """What the simulated driver subtracts: the payload's mass and CoM (sensor frame)."""
+    return compensated_body(options.payload, with_inertia=False).pi
+
+
+def _announcements(options: SimulateOptions) -> list[tuple[str, str, float, Any]]:
+    """The applier's request and the driver's settle on ``/applier/compensation``."""
+    t = options.driver_payload_at
+    if t is None:
+        return []
+    frame = options.sensor_frame
+    request, settle = START_TIME + t - DRIVER_REQUEST_LEAD, START_TIME + t + DRIVER_TRANSITION
+    return [(COMPENSATION_TOPIC, COMPENSATION, request,
+             compensation_message(TYPESTORE, request, frame, PENDING, np.zeros(10))),
+            (COMPENSATION_TOPIC, COMPENSATION, settle,
+             compensation_message(TYPESTORE, settle, frame, SETTLED, _driver_pi(options)))]
 
 
 def _messages(sim: PayloadSimulation, urdf_text: str,
@@ -92,8 +124,11 @@ def _messages(sim: PayloadSimulation, urdf_text: str,
     efforts = sim.joint_efforts(joint_times)
     wrenches = sim.wrench(wrench_times)
     names = sim.kinematics.joint_names
+    announcements = _announcements(options)
     j = 0
     for k, t in enumerate(wrench_times):
+        while announcements and announcements[0][2] <= START_TIME + t:
+            yield announcements.pop(0)
         while j < joint_times.size and joint_times[j] <= t:
             stamp = START_TIME + joint_times[j]
             yield ("/joint_states", JOINT_STATE, stamp + 1e-4,
@@ -124,6 +159,9 @@ def simulate_bag(path: str | Path, options: SimulateOptions) -> Path:
     }
     if options.vibrations:
         truth["vibrations"] = [[v.start, v.start + v.duration] for v in options.vibrations]
+    if options.driver_payload_at is not None:
+        truth["driver_payload"] = {"time": options.driver_payload_at,
+                                   "pi": _driver_pi(options).tolist()}
     if options.payload_change:
         truth["payload_change"] = {"time": options.payload_change[0],
                                    "payload": _truth(options.payload_change[1])}

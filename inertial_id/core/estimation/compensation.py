@@ -24,6 +24,8 @@ compensation unchanged (:attr:`~DriverCompensation.expired` counts it).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -40,6 +42,18 @@ PENDING_LIMIT = 30.0
 RESTORED = ("wrench", "wrench_raw")
 """The sample arrays (N, 6) the compensation is added back to; every (N, ...) array of a batch
 is filtered with the kept samples."""
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """One ``~/compensation`` message of the applier: its header ``stamp`` (s) and
+    ``frame``, its ``method`` (:data:`PENDING` or :data:`SETTLED`) and ``pi`` (10, in
+    ``frame``, the papers' order, SI units)."""
+
+    stamp: float
+    method: str
+    frame: str
+    pi: NDArray[np.float64]
 
 
 class DriverCompensation:
@@ -94,6 +108,15 @@ class DriverCompensation:
             del self._starts[max(keep, 1):], self._values[max(keep, 1):]
             self._starts.append(float(stamp))
             self._values.append(pi)
+
+    def announce(self, announcement: Announcement, before: float, after: float) -> None:
+        """An announcement whose ``pi`` is in the samples' (sensor) frame: a request
+        (:meth:`request`, ``before``) or a settle (:meth:`settled`, ``after``); any other
+        method is ignored."""
+        if announcement.method == PENDING:
+            self.request(announcement.stamp, before)
+        elif announcement.method == SETTLED:
+            self.settled(announcement.stamp, announcement.pi, after)
 
     def restore(self, samples: dict[str, object]) -> dict[str, object]:
         """A batch (the keyword arguments of :meth:`OnlineEstimator.add`: ``times`` (N,),
