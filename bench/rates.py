@@ -38,10 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from inertial_id.core.gathering.gatherer import JointStateSample, WrenchSample
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.metrics import parameter_errors
 from inertial_id.core.parameters import BodyParameters
+from inertial_id.core.samples import JointStateSample, WrenchSample
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
     Contact,

@@ -44,9 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: 
 
 from bench.tiago_bag import DEFAULT_DATA_DIR, WRENCH_TOPIC, convert  # noqa: E402
 from inertial_id.core.errors import InertialIdError  # noqa: E402
+from inertial_id.core.estimate import Estimate  # noqa: E402
 from inertial_id.core.estimation.estimators import (  # noqa: E402
     ConsistentEstimator,
-    Estimate,
     least_squares,
 )
 from inertial_id.core.estimation.payload import PayloadConfig, PayloadIdentifier  # noqa: E402

@@ -47,9 +47,10 @@ from numpy.typing import NDArray
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `bench` as a package
 
 from bench.tiago_bag import DEFAULT_DATA_DIR, URDF_NAME, WRENCH_TOPIC, convert  # noqa: E402
-from inertial_id.core.estimation.estimators import N_PI, Estimate, make_estimate  # noqa: E402
-from inertial_id.core.gathering.gatherer import JointStateSample, WrenchSample  # noqa: E402
+from inertial_id.core.estimate import N_PI, Estimate  # noqa: E402
+from inertial_id.core.estimation.estimators import make_estimate  # noqa: E402
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric  # noqa: E402
+from inertial_id.core.samples import JointStateSample, WrenchSample  # noqa: E402
 from inertial_id.core.simulation import (  # noqa: E402
     BUNDLED_HOME,
     FourierTrajectory,

@@ -30,7 +30,7 @@ from scipy.linalg import block_diag
 
 from inertial_id.core.covariance import derived_covariance
 from inertial_id.core.errors import ModelError
-from inertial_id.core.estimation.estimators import N_PI, Estimate
+from inertial_id.core.estimate import N_PI, Estimate
 from inertial_id.core.kinematics import require_frame
 from inertial_id.core.parameters import (
     BodyParameters,

@@ -19,18 +19,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.compensation import Announcement
-from inertial_id.core.estimation.estimators import Estimate
 from inertial_id.core.estimation.online import OnlineEstimator
 from inertial_id.core.estimation.online_types import StepResult
 from inertial_id.core.estimation.stage import EstimationStage
-from inertial_id.core.gathering.gatherer import (
-    Gathering,
-    JointStateSample,
-    MessageBlock,
-    WrenchSample,
-)
+from inertial_id.core.gathering.gatherer import Gathering
 from inertial_id.core.kinematics import SensorKinematics
+from inertial_id.core.samples import JointStateSample, MessageBlock, WrenchSample
 from inertial_id.core.stages import KinematicsStage
 
 SAMPLE_EVERY = 10

@@ -20,11 +20,11 @@ import numpy as np
 import pinocchio as pin
 from numpy.typing import ArrayLike, NDArray
 
-from inertial_id.core.gathering.gatherer import JointStateSample, WrenchSample
 from inertial_id.core.joint_torque.friction import FrictionModel
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.parameters import BodyParameters, skew
 from inertial_id.core.regressor import PAYLOAD_ON_SENSOR, regressor
+from inertial_id.core.samples import JointStateSample, WrenchSample
 
 BUNDLED_URDF = "arm6_ft.urdf"
 FRICTION_VELOCITY_SCALE = 0.03

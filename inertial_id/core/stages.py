@@ -20,9 +20,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.gathering.synchronizer import MAX_ABS_VALUE, SyncedSamples, plausible
-from inertial_id.core.gathering.timepolicy import OUT_OF_RANGE, in_range
 from inertial_id.core.kinematics import JointMapper, SensorKinematics
+from inertial_id.core.samples import MAX_ABS_VALUE, SyncedSamples, plausible
+from inertial_id.core.timepolicy import OUT_OF_RANGE, in_range
 
 
 @dataclass(frozen=True)

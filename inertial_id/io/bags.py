@@ -24,7 +24,7 @@ from rosbags.typesys import Stores, get_typestore
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimation.compensation import Announcement
-from inertial_id.core.gathering.gatherer import JointStateSample, MessageBlock, WrenchSample
+from inertial_id.core.samples import JointStateSample, MessageBlock, WrenchSample
 from inertial_id.io.cdr import CdrDecoder, stamp_parts
 from inertial_id.io.compensation_topic import read_announcements, register
 from inertial_id.io.mcap_scan import ChunkMessages, TruncatedRecord, chunk_messages

@@ -21,7 +21,7 @@ import yaml
 from numpy.typing import NDArray
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimation.estimators import N_PI, N_UNKNOWNS, Estimate
+from inertial_id.core.estimate import N_PI, N_UNKNOWNS, Estimate
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
 
 SAVED_METHOD = "saved"

@@ -18,8 +18,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import ArrayLike, NDArray
 
-from inertial_id.core.gathering.gatherer import JointStateSample, MessageBlock, WrenchSample
-from inertial_id.core.gathering.synchronizer import SyncedSamples
+from inertial_id.core.samples import JointStateSample, MessageBlock, SyncedSamples, WrenchSample
 
 TIME = np.dtype([("sec", "<i4"), ("nanosec", "<u4")])
 """``builtin_interfaces/Time`` as CDR lays out the elements of a ``Time[]``."""
@@ -237,9 +236,10 @@ class CdrDecoder:
         return values.reshape(count, width), pos
 
     def joint_samples(self, raw: bytes
-                      ) -> tuple[SyncedSamples, tuple[str, ...], str, int, float]:
+                      ) -> tuple[SyncedSamples, tuple[str, ...], str, int, float, bool]:
         """An ``inertial_id/JointSamples`` payload: the batch (joints in the message's order),
-        the joint names, the frame id, ``samples_before`` and ``filter_span`` (s)."""
+        the joint names, the frame id, ``samples_before``, ``filter_span`` (s) and
+        ``provisional``."""
         _, frame_id, pos = self._header(raw)
         names, pos = self._name_list(raw, pos)
         times, pos = self._times(raw, pos)
@@ -257,16 +257,17 @@ class CdrDecoder:
         values, pos = self._doubles(raw, pos)
         products = None if values.size == 0 and times.size else _reshaped(values, times.size)
         span, pos = self._float64(raw, pos)
+        before, provisional = self._tail(raw, pos)
         return (SyncedSamples(times, *fields, *matched, noise, products), names, frame_id,
-                self._count(raw, pos), span)
+                before, span, provisional)
 
     def sensor_samples(self, raw: bytes
-                       ) -> tuple[dict[str, NDArray[np.float64] | float | None], str, int]:
+                       ) -> tuple[dict[str, NDArray[np.float64] | float | None], str, int, bool]:
         """An ``inertial_id/SensorSamples`` payload: ``times`` (N,) and ``twist``,
         ``proper_acceleration``, ``wrench``, ``wrench_raw`` (N, 6), ``acceleration_noise``
         ((N, 6, 6) or None) and ``filter_span`` (s) (the keyword arguments of
-        :meth:`~inertial_id.core.estimation.online.OnlineEstimator.add`), the frame id and
-        ``samples_before``."""
+        :meth:`~inertial_id.core.estimation.online.OnlineEstimator.add`), the frame id,
+        ``samples_before`` and ``provisional``."""
         _, frame_id, pos = self._header(raw)
         samples: dict[str, NDArray[np.float64] | None] = {}
         times, pos = self._times(raw, pos)
@@ -279,7 +280,7 @@ class CdrDecoder:
         samples["angular_products"] = (None if values.size == 0 and times.size
                                        else _reshaped(values, times.size))
         samples["filter_span"], pos = self._float64(raw, pos)
-        return samples, frame_id, self._count(raw, pos)
+        return (samples, frame_id, *self._tail(raw, pos))
 
     def _float64(self, raw: bytes, pos: int) -> tuple[float, int]:
         """The ``float64`` at payload offset ``pos`` (aligned to 8), and the offset after it."""
@@ -287,11 +288,14 @@ class CdrDecoder:
         (value,) = self._FLOAT64.unpack_from(raw, 4 + pos)
         return float(value), pos + 8
 
-    def _count(self, raw: bytes, pos: int) -> int:
-        """The ``uint64`` at payload offset ``pos`` (aligned to 8), the payload's last field."""
+    def _tail(self, raw: bytes, pos: int) -> tuple[int, bool]:
+        """The batches' last fields at payload offset ``pos``: ``samples_before`` (``uint64``,
+        aligned to 8) and ``provisional`` (``bool``)."""
         pos = (pos + 7) & -8
         (value,) = self._UINT64.unpack_from(raw, 4 + pos)
-        return int(value)
+        if 4 + pos + 8 >= len(raw):
+            raise ValueError("the payload ends before its provisional flag")
+        return int(value), raw[4 + pos + 8] != 0
 
 
 def _packed(buffer: NDArray[np.uint8], offsets: NDArray[np.int64], lengths: NDArray[np.int64],
@@ -410,7 +414,8 @@ class CdrEncoder:
         out += stamps.tobytes()
 
     def joint_samples(self, batch: SyncedSamples, joint_names: Sequence[str],
-                      frame_id: str, samples_before: int = 0, filter_span: float = 0.0) -> bytes:
+                      frame_id: str, samples_before: int = 0, filter_span: float = 0.0,
+                      provisional: bool = False) -> bytes:
         """An ``inertial_id/JointSamples`` of a non-empty batch (header stamp: its last
         sample's; ``joint_names`` in the batch's column order; ``filter_span`` in s)."""
         out = self._header(float(batch.times[-1]), frame_id)
@@ -425,6 +430,7 @@ class CdrEncoder:
         self._doubles(out, () if batch.angular_products is None else batch.angular_products)
         self._float64(out, filter_span)
         self._uint64(out, samples_before)
+        out.append(1 if provisional else 0)
         return bytes(out)
 
     def _uint64(self, out: bytearray, value: int) -> None:
@@ -439,7 +445,7 @@ class CdrEncoder:
                        acceleration_noise: NDArray[np.float64] | None = None,
                        filter_span: float = 0.0,
                        angular_products: NDArray[np.float64] | None = None,
-                       **fields: NDArray[np.float64]) -> bytes:
+                       provisional: bool = False, **fields: NDArray[np.float64]) -> bytes:
         """An ``inertial_id/SensorSamples`` of N > 0 samples: ``times`` (N,) s, the (N, 6)
         arrays named in :data:`SENSOR_FIELDS`, the (N, 6, 6) ``acceleration_noise`` or
         None, ``filter_span`` (s) and the (N, 6) ``angular_products`` or None (header stamp:
@@ -453,4 +459,5 @@ class CdrEncoder:
         self._doubles(out, () if angular_products is None else angular_products)
         self._float64(out, filter_span)
         self._uint64(out, samples_before)
+        out.append(1 if provisional else 0)
         return bytes(out)

@@ -44,8 +44,8 @@ from std_srvs.srv import Trigger
 
 from inertial_id.core.applying import ApplyGate, Observation
 from inertial_id.core.errors import InertialIdError
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.compensation import compensated_body
-from inertial_id.core.estimation.estimators import Estimate
 from inertial_id.core.frames import OutputFrame
 from inertial_id.core.handoff import FLANGE_FRAME, TARGETS, Options
 from inertial_id.core.kinematics import load_urdf_model, require_frame

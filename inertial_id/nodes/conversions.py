@@ -25,11 +25,10 @@ from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.online_types import Verdicts
-from inertial_id.core.gathering.gatherer import JointStateSample, WrenchSample
-from inertial_id.core.gathering.synchronizer import SyncedSamples
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
+from inertial_id.core.samples import JointStateSample, SyncedSamples, WrenchSample
 from inertial_id.core.shape import equivalent_box
 from inertial_id.io.cdr import SENSOR_FIELDS, CdrDecoder, unpack_noise
 from inertial_id.msg import InertialParameters, JointSamples, SensorSamples
@@ -93,9 +92,9 @@ def wrench_from_bytes(raw: bytes, decoder: CdrDecoder) -> WrenchSample:
 
 @_decoder
 def joint_samples_from_bytes(raw: bytes, decoder: CdrDecoder
-                             ) -> tuple[SyncedSamples, tuple[str, ...], str, int, float]:
+                             ) -> tuple[SyncedSamples, tuple[str, ...], str, int, float, bool]:
     """A serialised :class:`JointSamples`: the batch (joints in the message's order), the joint
-    names, the frame id, ``samples_before`` and ``filter_span`` (s); decoded as
+    names, the frame id, ``samples_before``, ``filter_span`` (s) and ``provisional``; decoded as
     :func:`joint_state_from_bytes` does."""
     if CdrDecoder.little_endian_cdr(raw):
         return decoder.joint_samples(raw)
@@ -116,15 +115,17 @@ def joint_samples_from_bytes(raw: bytes, decoder: CdrDecoder
                           else None),
     )
     return (batch, tuple(msg.joint_names), msg.header.frame_id, int(msg.samples_before),
-            float(msg.filter_span))
+            float(msg.filter_span), bool(msg.provisional))
 
 
 @_decoder
 def sensor_samples_from_bytes(raw: bytes, decoder: CdrDecoder
-                              ) -> tuple[dict[str, NDArray[np.float64] | float | None], str, int]:
+                              ) -> tuple[dict[str, NDArray[np.float64] | float | None], str, int,
+                                         bool]:
     """A serialised :class:`SensorSamples`: ``times`` (N,), the (N, 6) arrays named in
     :data:`~inertial_id.io.cdr.SENSOR_FIELDS`, ``acceleration_noise`` and ``filter_span`` (the
-    keyword arguments of :meth:`OnlineEstimator.add`), the frame id and ``samples_before``;
+    keyword arguments of :meth:`OnlineEstimator.add`), the frame id, ``samples_before`` and
+    ``provisional``;
     decoded as :func:`joint_samples_from_bytes` does."""
     if CdrDecoder.little_endian_cdr(raw):
         return decoder.sensor_samples(raw)
@@ -135,7 +136,7 @@ def sensor_samples_from_bytes(raw: bytes, decoder: CdrDecoder
     samples["angular_products"] = (_rows(msg.angular_products, 6)
                                    if len(msg.angular_products) else None)
     samples["filter_span"] = float(msg.filter_span)
-    return samples, msg.header.frame_id, int(msg.samples_before)
+    return samples, msg.header.frame_id, int(msg.samples_before), bool(msg.provisional)
 
 
 def body_to_msg(body: BodyParameters, header: Header) -> InertialParameters:

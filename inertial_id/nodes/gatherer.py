@@ -28,7 +28,7 @@ from sensor_msgs.msg import JointState
 from inertial_id.core.errors import DuplicateJointError, InertialIdError
 from inertial_id.core.gathering.gatherer import OTHER_FRAME, Gathering, OtherFrameError
 from inertial_id.core.gathering.synchronizer.kernel import compiled_kernel
-from inertial_id.core.gathering.timepolicy import RESETS
+from inertial_id.core.timepolicy import RESETS
 from inertial_id.io.cdr import CdrDecoder, CdrEncoder
 from inertial_id.msg import JointSamples
 from inertial_id.nodes.common import (
@@ -77,7 +77,8 @@ class Gatherer(PipelineNode):
         self.joint_input, self.wrench_input = Silence(), Silence()
         self.rejected: Counter[str] = Counter()
         self.drop_watch = DropWatch()
-        self.published = 0
+        self.published = 0  # samples, provisional ones included (the stream's count)
+        self.provisional_published = 0
         self.diagnostics = Diagnostics(self, "synchronisation", self.status)
         self.publisher = self.create_publisher(JointSamples, "joint_samples", pipeline_qos())
         self.decoder, self.encoder = CdrDecoder(), CdrEncoder()
@@ -115,7 +116,8 @@ class Gatherer(PipelineNode):
         """Diagnostics: inputs, outputs, what was dropped and why."""
         values = {"joint_states_received": self.joint_input.count,
                   "wrenches_received": self.wrench_input.count,
-                  "samples_published": self.published}
+                  "samples_published": self.published,
+                  "provisional_samples_published": self.provisional_published}
         dropped = Counter(self.rejected)
         held = 0
         if self.gathering is not None:
@@ -126,8 +128,9 @@ class Gatherer(PipelineNode):
         wrench_drops = sum(v for k, v in dropped.items() if k in WRENCH_SAMPLE_DROPS
                            or k.startswith("wrench_"))
         values.update({"wrenches_held": held, "stamp_resets": resets,
-                       "wrenches_unaccounted": (self.wrench_input.count - self.published
-                                                 - wrench_drops - held)})
+                       "wrenches_unaccounted": (
+                           self.wrench_input.count - self.published
+                           + self.provisional_published - wrench_drops - held)})
         if self.gathering is None:
             return DiagnosticStatus.WARN, "waiting for the URDF", values
         gathering = self.gathering
@@ -231,12 +234,17 @@ class Gatherer(PipelineNode):
             self.get_logger().info(self.gathering.choice.summary())
             if self.gathering.stamp_delay is not None:
                 self.get_logger().info(self.gathering.stamp_delay.summary())
+        choice, provisional = self.gathering.choice, False
+        if choice is None:  # while the filter is chosen: the provisional one's samples
+            batch, choice, provisional = (self.gathering.pop_provisional(),
+                                          self.gathering.provisional_choice, True)
         if len(batch):
-            assert self.gathering.choice is not None  # samples come once it is chosen
+            assert choice is not None  # samples come once a filter is chosen
             self.publisher.publish(self.encoder.joint_samples(
                 batch, self.gathering.joint_names, self.gathering.wrench_frame, self.published,
-                self.gathering.choice.past_span))
+                choice.past_span, provisional))
         self.published += len(batch)
+        self.provisional_published += len(batch) if provisional else 0
 
 
 WRENCH_SAMPLE_DROPS = ("joint_state_gap",)

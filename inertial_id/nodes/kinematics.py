@@ -90,7 +90,8 @@ class Kinematics(PipelineNode):
     def on_samples(self, raw: bytes) -> None:
         self.input.tick()
         try:
-            batch, names, frame_id, before, span = joint_samples_from_bytes(raw, self.decoder)
+            batch, names, frame_id, before, span, provisional = joint_samples_from_bytes(
+                raw, self.decoder)
         except UndecodableError as exc:
             self.undecodable += 1
             self.get_logger().warning(f"joint samples dropped: {exc}", throttle_duration_sec=2.0)
@@ -111,7 +112,7 @@ class Kinematics(PipelineNode):
             kept.times, self.sensor_frame, self.samples_out, twist=out.twist,
             proper_acceleration=out.proper_acceleration, wrench=kept.wrench,
             wrench_raw=kept.wrench_raw, acceleration_noise=kept.acceleration_noise,
-            filter_span=span, angular_products=kept.angular_products))
+            filter_span=span, angular_products=kept.angular_products, provisional=provisional))
         self.samples_out += len(kept)
 
 

@@ -30,7 +30,6 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Header, String
 
 from inertial_id.core.errors import InertialIdError, SampleError
-from inertial_id.core.gathering.timepolicy import StampPolicy
 from inertial_id.core.joint_torque.friction import FrictionModel
 from inertial_id.core.joint_torque.link_model import LinkModel
 from inertial_id.core.joint_torque.link_selection import LinkOptions, identify_links
@@ -38,6 +37,7 @@ from inertial_id.core.joint_torque.links import METHODS, estimate_document, link
 from inertial_id.core.kinematics import JointMapper, load_urdf_model, movable_joint_names
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.signals import savitzky_golay
+from inertial_id.core.timepolicy import StampPolicy
 from inertial_id.io.cdr import CdrDecoder
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import (

@@ -21,7 +21,7 @@ from rcl_interfaces.msg import Parameter as ParameterMsg
 from rclpy.parameter import Parameter
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.handoff import TARGETS, Options, Target
 
 INERTIA_FIELD = re.compile(r"(^|\.)(i[xyz]{2}|load_inertia)$")

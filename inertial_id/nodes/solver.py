@@ -40,15 +40,15 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
 from inertial_id.core.errors import InertialIdError
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation import sdp
-from inertial_id.core.estimation.estimators import Estimate
 from inertial_id.core.estimation.online import OnlineEstimator
 from inertial_id.core.estimation.online_types import StepResult, Verdicts
 from inertial_id.core.estimation.stage import IDLE_PERIOD, EstimationStage
 from inertial_id.core.frames import OutputFrame
-from inertial_id.core.gathering.timepolicy import RESETS
 from inertial_id.core.kinematics import load_urdf_model, require_frame
 from inertial_id.core.parameters import vector_from_symmetric
+from inertial_id.core.timepolicy import RESETS
 from inertial_id.io import calibration
 from inertial_id.io.cdr import CdrDecoder
 from inertial_id.msg import InertialParameters, SensorSamples
@@ -153,7 +153,7 @@ class Solver(PipelineNode):
         self.create_subscription(SensorSamples, "sensor_samples", self.on_samples, pipeline_qos(),
                                  raw=True)
         self.idle_timer = steady_timer(self, IDLE_PERIOD / 4, self._idle)
-        for name, action in (("reset", self.online.reset), ("tare", self.online.tare),
+        for name, action in (("reset", self.stage.reset), ("tare", self.online.tare),
                              ("freeze", self._freeze), ("resume", self._resume),
                              ("save", self.save)):
             self.create_service(Trigger, f"~/{name}", self._service(name, action))
@@ -239,7 +239,7 @@ class Solver(PipelineNode):
         """One batch of sensor samples through the estimation stage; the contact flags of
         what it used, and the estimate when the stage solved."""
         try:
-            samples, frame_id, before = sensor_samples_from_bytes(raw, self.decoder)
+            samples, frame_id, before, provisional = sensor_samples_from_bytes(raw, self.decoder)
         except UndecodableError as exc:
             self.undecodable += 1
             self.get_logger().warning(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
@@ -248,7 +248,7 @@ class Solver(PipelineNode):
         if not count:
             return
         self.compensation.sensor_frame(frame_id)
-        result = self.stage.add(samples, time.monotonic())
+        result = self.stage.add(samples, time.monotonic(), provisional)
         if result.dropped:
             self.get_logger().warning(f"sensor samples dropped: {result.message}",
                                       throttle_duration_sec=2.0)
@@ -273,7 +273,7 @@ class Solver(PipelineNode):
         self.last_stamp = float(step.times[-1])
         for event in step.events:
             self.get_logger().info(f"{event} at t = {step.times[-1]:.3f} s")
-        if self.online.estimate is not None:
+        if self.stage.current.estimate is not None:
             self.contacts.publish(self.frame_id, step.times, step.residual, step.t2,
                                   step.contact, step.threshold, self.online.config.confidence)
 
@@ -300,7 +300,8 @@ class Solver(PipelineNode):
             self.get_logger().warning(self.status[1], throttle_duration_sec=5.0)
         else:
             self.status = self._status()
-        estimate = self.online.estimate
+        current = self.stage.current  # the provisional estimator in the first seconds
+        estimate = current.estimate
         stamp = (self.get_clock().now().to_msg() if self.last_stamp is None
                  else to_stamp(self.last_stamp))  # data stamp; now for a saved payload
         estimate, frame = self._in_output_frame(estimate)
@@ -311,17 +312,17 @@ class Solver(PipelineNode):
         if estimate is None or not estimate.physically_consistent:
             return
         guard = self.contacts.guard  # one count of what was withheld, on every topic
-        guard.publish(self.parameters_pub, estimate_to_msg(estimate, header, self.online.verdicts,
-                                                           self.online.setup_error))
+        guard.publish(self.parameters_pub, estimate_to_msg(estimate, header, current.verdicts,
+                                                           current.setup_error))
         guard.publish(self.inertia_pub, body_to_inertia_stamped(estimate.body, header))
         if now - self.last_markers >= MARKER_PERIOD:
             self.last_markers = now
-            shown = self.online.converged and not self.online.in_contact
+            shown = current.converged and not current.in_contact
             guard.publish(self.markers_pub, estimate_to_markers(estimate, header, shown))
             self._markers_drawn = True
 
     def _status(self) -> tuple[bytes, str]:
-        online = self.online
+        online = self.stage.current
         error = online.setup_error
         if error != self._logged_setup_error:
             if error:
@@ -331,6 +332,8 @@ class Solver(PipelineNode):
             return DiagnosticStatus.ERROR, f"set-up: {error}"
         if online.estimate is None:
             return DiagnosticStatus.WARN, "collecting samples"
+        if online is not self.online:
+            return DiagnosticStatus.WARN, "provisional estimate while the filter is chosen"
         if not online.from_data:
             return DiagnosticStatus.OK, "the saved payload (initial_payload_file) until the data "\
                 "give an estimate"
@@ -369,8 +372,11 @@ class Solver(PipelineNode):
         if len(self.latencies):
             p50, p99 = self.latencies.percentiles([50, 99]) * 1e3
             values.update({"latency_p50_ms": p50, "latency_p99_ms": p99})
-        if online.estimate is not None:
-            values.update(estimate_values(online.estimate, online.verdicts))
+        current = self.stage.current
+        values["estimate_provisional"] = current is not online
+        values["provisional_samples_received"] = self.stage.provisional_received
+        if current.estimate is not None:
+            values.update(estimate_values(current.estimate, current.verdicts))
         return level, message, values
 
 

@@ -41,7 +41,6 @@ from std_srvs.srv import Trigger
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimation import sdp
-from inertial_id.core.gathering.timepolicy import StampPolicy
 from inertial_id.core.joint_torque.torque_payload import (
     LinkTorqueModel,
     TorquePayloadIdentifier,
@@ -49,6 +48,7 @@ from inertial_id.core.joint_torque.torque_payload import (
     TorquePayloadStream,
 )
 from inertial_id.core.kinematics import JointMapper
+from inertial_id.core.timepolicy import StampPolicy
 from inertial_id.io.cdr import CdrDecoder
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import (

@@ -15,7 +15,7 @@ from typing import Any
 
 from inertial_id.core.applying import GateSettings
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.estimation.payload import PayloadConfig
 from inertial_id.core.gathering.gatherer import GathererSettings

@@ -16,7 +16,7 @@ import numpy as np
 import yaml
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.frames import express_in_frame, frame_placement
 from inertial_id.core.handoff import FLANGE_FRAME, TARGETS, Options, Target
 from inertial_id.core.kinematics import load_urdf_model

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from inertial_id.core.gathering.gatherer import JointStateSample, MessageBlock, WrenchSample
 from inertial_id.core.pipeline import PayloadPipeline
+from inertial_id.core.samples import JointStateSample, MessageBlock, WrenchSample
 
 PROCESS_PERIOD = 0.1
 """Bag seconds between two pipeline passes (the gatherer's batches) while it chooses its filter."""

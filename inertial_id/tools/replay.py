@@ -22,12 +22,12 @@ import yaml
 from tqdm import tqdm
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.frames import OutputFrame, pi_in_frame
 from inertial_id.core.gathering.gatherer import Gathering
-from inertial_id.core.gathering.timepolicy import JUMP, OUT_OF_RANGE
 from inertial_id.core.parameters import vector_from_symmetric
 from inertial_id.core.pipeline import PayloadPipeline
+from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE
 from inertial_id.io.bags import BagError, BagReader
 from inertial_id.io.calibration import estimate_document
 from inertial_id.params.settings import (

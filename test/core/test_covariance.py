@@ -20,7 +20,8 @@ from inertial_id.core.covariance import (
     robust_covariance,
     sandwich,
 )
-from inertial_id.core.estimation.estimators import N_UNKNOWNS, least_squares
+from inertial_id.core.estimate import N_UNKNOWNS
+from inertial_id.core.estimation.estimators import least_squares
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
 from inertial_id.core.statistics import SlidingWindow, SufficientStatistics
 

@@ -7,16 +7,13 @@ from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 from inertial_id.core.errors import InertialIdError, SampleError, SolverError
+from inertial_id.core.estimate import N_PI, N_UNKNOWNS, identifiability, scaled_condition_number
 from inertial_id.core.estimation import sdp
 from inertial_id.core.estimation.estimators import (
-    N_PI,
-    N_UNKNOWNS,
     ConsistentEstimator,
-    identifiability,
     least_squares,
     prior_scale,
     pseudo_inertia_expression,
-    scaled_condition_number,
 )
 from inertial_id.core.estimation.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.metrics import parameter_errors

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from strategies import physical_bodies, rotations, vectors
 
 from inertial_id.core.errors import ModelError
-from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.frames import (
     express_in_frame,
     frame_placement,

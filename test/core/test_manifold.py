@@ -8,7 +8,8 @@ from scipy.spatial.transform import Rotation
 from strategies import rotations, vectors
 
 from inertial_id.core.errors import InertialIdError, SolverError
-from inertial_id.core.estimation.estimators import N_PI, ConsistentEstimator, least_squares
+from inertial_id.core.estimate import N_PI
+from inertial_id.core.estimation.estimators import ConsistentEstimator, least_squares
 from inertial_id.core.estimation.manifold import (
     ManifoldEstimator,
     ManifoldPoint,

@@ -12,12 +12,13 @@ from numpy.lib.stride_tricks import sliding_window_view
 from inertial_id.core.estimation.online import OnlineEstimator
 from inertial_id.core.gathering.features import decode_features, encode_features
 from inertial_id.core.gathering.gatherer import GathererSettings, Gathering
-from inertial_id.core.gathering.synchronizer import FixedLagSynchronizer, SyncedSamples
+from inertial_id.core.gathering.synchronizer import FixedLagSynchronizer
 from inertial_id.core.gathering.synchronizer.filters import Windows, matched_samples
 from inertial_id.core.gathering.synchronizer.kernel import compiled_kernel
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.pipeline import PayloadPipeline
 from inertial_id.core.regressor import angular_products, predicted_wrench
+from inertial_id.core.samples import SyncedSamples
 from inertial_id.core.signals import (
     fit_projections,
     hat_kernel_at,

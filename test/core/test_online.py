@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.estimation.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.kinematics import SensorKinematics

@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 from inertial_id.core.errors import InertialIdError, SolverError
-from inertial_id.core.estimation.estimators import N_UNKNOWNS, least_squares
+from inertial_id.core.estimate import N_UNKNOWNS
+from inertial_id.core.estimation.estimators import least_squares
 from inertial_id.core.estimation.payload import PayloadIdentifier
 from inertial_id.core.estimation.pls import pls, pls_components_by_rss, pls_path
 from inertial_id.core.regressor import measurement_matrix, predicted_wrench

@@ -5,9 +5,9 @@ import pytest
 
 from inertial_id.core.estimation.estimators import least_squares
 from inertial_id.core.estimation.payload import PayloadConfig, PayloadIdentifier
-from inertial_id.core.gathering.gatherer import JointStateSample, WrenchSample
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.regressor import PAYLOAD_ON_SENSOR, SENSOR_ON_PAYLOAD, predicted_wrench
+from inertial_id.core.samples import JointStateSample, WrenchSample
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
     BUNDLED_SENSOR_FRAME,

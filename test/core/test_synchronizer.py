@@ -10,9 +10,9 @@ from inertial_id.core.gathering.synchronizer import (
     DEFAULT_MAX_JOINT_SPEED,
     SPIKE_FOLLOW,
     FixedLagSynchronizer,
-    SyncedSamples,
 )
 from inertial_id.core.gathering.synchronizer.filters import median
+from inertial_id.core.samples import SyncedSamples
 from inertial_id.core.signals import local_polynomial
 
 T0_MS = 100_000  # stamps start at 100 s; stamps are integer milliseconds / 1000, so a joint

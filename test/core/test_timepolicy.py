@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.gathering.timepolicy import (
+from inertial_id.core.timepolicy import (
     JUMP,
     MAX_STAMP,
     OUT_OF_RANGE,

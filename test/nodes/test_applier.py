@@ -31,7 +31,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
 
-from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.handoff import STANDARD_GRAVITY
 from inertial_id.core.simulation import DEFAULT_OFFSET, bundled_urdf_path, default_payload
 from inertial_id.io import calibration

@@ -19,7 +19,7 @@ from rclpy.parameter import Parameter
 from visualization_msgs.msg import MarkerArray
 
 from inertial_id.core.errors import ModelError
-from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.io import calibration

@@ -35,7 +35,7 @@ from recordings import FRAME, JOINT_RATE, START, URDF, WRENCH_RATE, Recording
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header, String
 
-from inertial_id.core.gathering.synchronizer import SyncedSamples
+from inertial_id.core.samples import SyncedSamples
 from inertial_id.io.cdr import CdrEncoder
 from inertial_id.msg import JointSamples, SensorSamples
 from inertial_id.nodes.common import (

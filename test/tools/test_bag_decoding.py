@@ -17,16 +17,9 @@ from hypothesis import strategies as st
 
 from inertial_id.core.errors import SampleError
 from inertial_id.core.gathering.filter_choice import MIN_SAMPLES
-from inertial_id.core.gathering.gatherer import (
-    STAMP_DROPS,
-    GathererSettings,
-    Gathering,
-    JointStateSample,
-    WrenchSample,
-    drop_key,
-)
-from inertial_id.core.gathering.synchronizer import SyncedSamples
+from inertial_id.core.gathering.gatherer import STAMP_DROPS, GathererSettings, Gathering, drop_key
 from inertial_id.core.kinematics import SensorKinematics
+from inertial_id.core.samples import JointStateSample, SyncedSamples, WrenchSample
 from inertial_id.core.simulation import BUNDLED_SENSOR_FRAME, bundled_urdf_path
 from inertial_id.io.bags import (
     JOINT_STATE,
@@ -342,7 +335,8 @@ def test_joint_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObjec
     batch = _batch(data, len(names), data.draw(st.booleans()))
     before = data.draw(st.integers(0, 2**64 - 1))
     span = data.draw(st.floats(0.0, 1.0))
-    raw = CdrEncoder().joint_samples(batch, names, frame, before, span)
+    provisional = data.draw(st.booleans())
+    raw = CdrEncoder().joint_samples(batch, names, frame, before, span, provisional)
     empty = np.zeros(0)
     expected = BATCH_TYPES.types["inertial_id/msg/JointSamples"](
         header=_rosbags_header(batch.times[-1], frame), joint_names=names,
@@ -356,14 +350,14 @@ def test_joint_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObjec
         acceleration_noise=pack_noise(batch.acceleration_noise),
         angular_products=(empty if batch.angular_products is None
                           else batch.angular_products.ravel()),
-        filter_span=span, samples_before=before)
+        filter_span=span, samples_before=before, provisional=provisional)
     assert raw == bytes(BATCH_TYPES.serialize_cdr(expected, "inertial_id/msg/JointSamples"))
-    decoded, decoded_names, decoded_frame, decoded_before, decoded_span = (
+    decoded, decoded_names, decoded_frame, decoded_before, decoded_span, decoded_provisional = (
         CdrDecoder().joint_samples(raw))
-    assert (list(decoded_names), decoded_frame, decoded_before, decoded_span) == (
-        names, frame, before, span)
+    assert (list(decoded_names), decoded_frame, decoded_before, decoded_span,
+            decoded_provisional) == (names, frame, before, span, provisional)
     ros = deserialize_message(raw, JointSamples)
-    assert (ros.samples_before, ros.filter_span) == (before, span)
+    assert (ros.samples_before, ros.filter_span, ros.provisional) == (before, span, provisional)
     np.testing.assert_array_equal(decoded.times,
                                   [s.sec + 1e-9 * s.nanosec for s in ros.stamps])
     for field in ("position", "velocity", "acceleration", "wrench", "wrench_raw"):
@@ -394,18 +388,20 @@ def test_sensor_samples_encode_like_rosbags_and_decode_exactly(data: st.DataObje
     noise = _noise(data, len(batch)) if data.draw(st.booleans()) else None
     span = data.draw(st.floats(0.0, 1.0))
     products = batch.acceleration if data.draw(st.booleans()) else None
+    provisional = data.draw(st.booleans())
     raw = CdrEncoder().sensor_samples(batch.times, frame, before, noise, span, products,
-                                      **fields)
+                                      provisional, **fields)
     expected = BATCH_TYPES.types["inertial_id/msg/SensorSamples"](
         header=_rosbags_header(batch.times[-1], frame),
         stamps=[_rosbags_time(t) for t in batch.times],
         **{name: values.ravel() for name, values in fields.items()},
         acceleration_noise=pack_noise(noise),
         angular_products=np.zeros(0) if products is None else products.ravel(),
-        filter_span=span, samples_before=before)
+        filter_span=span, samples_before=before, provisional=provisional)
     assert raw == bytes(BATCH_TYPES.serialize_cdr(expected, "inertial_id/msg/SensorSamples"))
-    samples, decoded_frame, decoded_before = CdrDecoder().sensor_samples(raw)
-    assert (decoded_frame, decoded_before, samples["filter_span"]) == (frame, before, span)
+    samples, decoded_frame, decoded_before, decoded_provisional = CdrDecoder().sensor_samples(raw)
+    assert (decoded_frame, decoded_before, samples["filter_span"], decoded_provisional) == (
+        frame, before, span, provisional)
     np.testing.assert_array_equal(
         samples["times"], [s + 1e-9 * ns for s, ns in map(stamp_parts, batch.times)])
     for name, values in fields.items():

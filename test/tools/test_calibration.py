@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from strategies import physical_bodies, vectors
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimation.estimators import N_UNKNOWNS, Estimate
+from inertial_id.core.estimate import N_UNKNOWNS, Estimate
 from inertial_id.core.parameters import BodyParameters, symmetric_from_vector
 from inertial_id.io import calibration
 from inertial_id.params.settings import initial_payload, online_config

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inertial_id.core.gathering.gatherer import JointStateSample, MessageBlock, WrenchSample
+from inertial_id.core.samples import JointStateSample, MessageBlock, WrenchSample
 from inertial_id.core.signals import fit_projections, hat_kernel_at, second_difference_weights
 from inertial_id.core.simulation import Contact
 from inertial_id.io import mcap_scan

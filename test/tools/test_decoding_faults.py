@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inertial_id.core.errors import DuplicateJointError, SampleError
-from inertial_id.core.gathering.synchronizer import SyncedSamples
 from inertial_id.core.kinematics import JointMapper
+from inertial_id.core.samples import SyncedSamples
 from inertial_id.io.cdr import CdrDecoder, CdrEncoder
 from inertial_id.nodes.conversions import (
     UndecodableError,

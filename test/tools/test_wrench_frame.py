@@ -19,11 +19,10 @@ from inertial_id.core.gathering.gatherer import (
     FrameFollower,
     GathererSettings,
     Gathering,
-    JointStateSample,
     OtherFrameError,
-    WrenchSample,
     drop_key,
 )
+from inertial_id.core.samples import JointStateSample, WrenchSample
 from inertial_id.core.simulation import BUNDLED_SENSOR_FRAME, bundled_urdf_path
 from inertial_id.io import bags
 from inertial_id.tools.replay import ReplayOptions, replay

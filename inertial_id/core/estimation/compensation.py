@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from inertial_id.core.estimation.estimators import N_PI
+from inertial_id.core.estimate import N_PI
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.regressor import predicted_wrench
 

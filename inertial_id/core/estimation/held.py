@@ -18,8 +18,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import ImplausibleValueError, SampleError
 from inertial_id.core.estimation.payload_change import NOISE, PRODUCTS, SAMPLE_COLUMNS
-from inertial_id.core.gathering.synchronizer import MAX_ABS_VALUE, plausible
 from inertial_id.core.regressor import angular_products
+from inertial_id.core.samples import MAX_ABS_VALUE, plausible
 
 HELD_COLUMNS = SAMPLE_COLUMNS + 6
 """Columns of a held row: :data:`SAMPLE_COLUMNS` then the raw wrench."""

@@ -26,8 +26,8 @@ from inertial_id.core.errors import (
     SampleError,
     SolverError,
 )
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.anomaly import ContactInterval, T2Monitor
-from inertial_id.core.estimation.estimators import Estimate
 from inertial_id.core.estimation.held import Anomaly, HeldSamples, held_rows
 from inertial_id.core.estimation.online_types import (
     OnlineConfig,
@@ -45,8 +45,8 @@ from inertial_id.core.estimation.payload_change import (
 )
 from inertial_id.core.estimation.setup_check import MIN_SAMPLES as SETUP_MIN_SAMPLES
 from inertial_id.core.estimation.setup_check import SetupCheck, SetupProblem
-from inertial_id.core.gathering.timepolicy import JUMP, OUT_OF_RANGE, StampPolicy
 from inertial_id.core.regressor import batch_gram, predicted_wrench
+from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE, StampPolicy
 
 CHANGE_RECHECK = 0.5
 """Seconds between two payload-change checks during a long anomaly."""
@@ -192,7 +192,7 @@ class OnlineEstimator:
         tests ``wrench_raw`` (unfiltered, white noise; defaults to ``wrench``), and with a
         filter span, a contact also needs the filtered residual's confirmation
         (:mod:`inertial_id.core.estimation.anomaly`). Stamps pass the
-        :class:`~inertial_id.core.gathering.timepolicy.StampPolicy` first: samples it rejects are
+        :class:`~inertial_id.core.timepolicy.StampPolicy` first: samples it rejects are
         dropped and counted, and when the stream follows a jump (a bag played again) the
         held samples enter the estimate and the contact state restarts. The result covers
         the samples used, in order.

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.payload import PayloadConfig
 from inertial_id.core.regressor import WRENCH_SIGNS
 

@@ -17,14 +17,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError, SampleError
-from inertial_id.core.estimation.estimators import (
-    N_PI,
-    N_UNKNOWNS,
-    ConsistentEstimator,
-    Constraints,
-    Estimate,
-    least_squares,
-)
+from inertial_id.core.estimate import N_PI, N_UNKNOWNS, Estimate
+from inertial_id.core.estimation.estimators import ConsistentEstimator, Constraints, least_squares
 from inertial_id.core.estimation.manifold import ManifoldEstimator
 from inertial_id.core.estimation.pls import pls
 from inertial_id.core.regressor import (

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from inertial_id.core.errors import InertialIdError, SolverError
-from inertial_id.core.estimation.estimators import Estimate, make_estimate
+from inertial_id.core.estimate import Estimate, make_estimate
 from inertial_id.core.statistics import SufficientStatistics
 
 # A component whose cross-product or score is this small, relative to the first, ends the

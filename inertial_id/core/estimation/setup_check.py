@@ -39,7 +39,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimation.estimators import N_PI, Estimate, least_squares
+from inertial_id.core.estimate import N_PI, Estimate
+from inertial_id.core.estimation.estimators import least_squares
 from inertial_id.core.regressor import (
     GRAM_ONES,
     GRAM_WRENCH,

@@ -14,13 +14,21 @@ arrays of :meth:`OnlineEstimator.add`) and
    batches were cut); at least :data:`SLOW_SOLVE_PERIOD` apart while a solve costs
    milliseconds; and after :data:`IDLE_PERIOD` without a solve when asked (:meth:`idle`);
 4. keeps the last estimate when a solve fails, whatever the failure, and names it
-   (:attr:`failure`).
+   (:attr:`failure`);
+5. while the gatherer chooses its filter from the data (its first ``decision_time``
+   seconds), estimates from its provisional samples in a stage of their own
+   (:attr:`provisional`): :attr:`current` is that estimator until this one has an estimate.
+   The provisional samples are extra (the same stamps come again through the chosen filter,
+   and only those enter this stage's statistics and ledger), so the estimate after the
+   switch is the one without them; before it, the provisional estimate's std is that of its
+   own samples, filtered by its own (shorter) window.
 
 Nothing here imports ROS: the node converts messages and publishes what this returns.
 """
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from inertial_id.core.errors import ImplausibleValueError, InertialIdError
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.compensation import DriverCompensation
-from inertial_id.core.estimation.estimators import Estimate
 from inertial_id.core.estimation.online import OnlineEstimator, first_at_or_after
 from inertial_id.core.estimation.online_types import StepResult
 
@@ -90,6 +98,27 @@ class EstimationStage:
         """Every failed solve's message, in order."""
         self.last_solve = -np.inf  # clock s
         self._next_due: float | None = None  # sample s, on sample time
+        self.provisional: EstimationStage | None = None
+        """The stage of the gatherer's provisional samples (module docstring), until this
+        one has an estimate."""
+        self.provisional_received = 0
+        """Provisional samples given to :meth:`add` (not in :meth:`ledger`)."""
+
+    @property
+    def current(self) -> OnlineEstimator:
+        """The estimator whose estimate stands now: the provisional one while it has an
+        estimate and this one has none."""
+        provisional = self.provisional
+        if (self.online.estimate is None and provisional is not None
+                and provisional.online.estimate is not None):
+            return provisional.online
+        return self.online
+
+    def reset(self) -> None:
+        """Forget the data and the estimates (:meth:`OnlineEstimator.reset`), the
+        provisional one included."""
+        self.online.reset()
+        self.provisional = None
 
     @property
     def period(self) -> float:
@@ -99,16 +128,23 @@ class EstimationStage:
             return self.solve_period
         return max(self.solve_period, SLOW_SOLVE_PERIOD)
 
-    def add(self, samples: Mapping[str, Any], now: float | None = None) -> StageResult:
+    def add(self, samples: Mapping[str, Any], now: float | None = None,
+            provisional: bool = False) -> StageResult:
         """One batch (``times`` (N,) s and the other keyword arrays of
         :meth:`OnlineEstimator.add`, sensor frame); ``now``: the clock its solve is timed on
-        (s; None: sample time, the batch cut at each due solve)."""
+        (s; None: sample time, the batch cut at each due solve); ``provisional``: samples of
+        the gatherer's provisional filter (module docstring; ignored once this stage has
+        samples of its own)."""
+        if provisional:
+            return self._add_provisional(samples, now)
         out = StageResult()
         times = np.asarray(samples.get("times", ()), dtype=float)
         self.received += times.size
         restored = self.compensation.restore(dict(samples))
         if not np.asarray(restored["times"]).size:
             return out  # all within a change of the driver's compensation
+        if self.provisional is not None and self.online.estimate is not None:
+            self.provisional = None  # this stage's estimate stands now
         if now is None:
             self._on_sample_time(restored, out)
         elif self._step(restored, out) and now - self.last_solve >= self.period:
@@ -120,6 +156,17 @@ class EstimationStage:
         out.solved = True
         if estimate is not None and not self.failure:
             out.solves.append((now, estimate))
+
+    def _add_provisional(self, samples: Mapping[str, Any], now: float | None) -> StageResult:
+        self.provisional_received += int(np.size(samples.get("times", ())))
+        if self.received:  # the chosen filter's samples came: they alone count
+            self.provisional = None
+            return StageResult()
+        if self.provisional is None:
+            self.provisional = EstimationStage(OnlineEstimator(self.online.config),
+                                               self.solve_period,
+                                               copy.deepcopy(self.compensation))
+        return self.provisional.add(samples, now)
 
     def _step(self, samples: Mapping[str, Any], out: StageResult) -> bool:
         """One call of the estimator; False (counted, ``out`` says why) when refused."""

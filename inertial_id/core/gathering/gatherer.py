@@ -13,24 +13,29 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import DuplicateJointError, InertialIdError, SampleError
-from inertial_id.core.gathering.filter_choice import MIN_SAMPLES, FilterChoice, choose_filter
+from inertial_id.core.gathering.filter_choice import (
+    MIN_SAMPLES,
+    NO_MOTION_WINDOW_TIME,
+    FilterChoice,
+    choose_filter,
+)
 from inertial_id.core.gathering.filter_revisit import MotionWatch
 from inertial_id.core.gathering.stamp_offset import MAX_DELAY, MIN_DELAY, StampDelay, estimate_delay
-from inertial_id.core.gathering.synchronizer import FixedLagSynchronizer, SyncedSamples
+from inertial_id.core.gathering.synchronizer import FixedLagSynchronizer
 from inertial_id.core.gathering.synchronizer.kernel import compiled_kernel
-from inertial_id.core.gathering.timepolicy import JUMP, OUT_OF_RANGE
 from inertial_id.core.kinematics import (
     JointMapper,
     SensorKinematics,
     load_urdf_model,
     movable_joint_names,
 )
+from inertial_id.core.samples import JointStateSample, MessageBlock, SyncedSamples, WrenchSample
+from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE
 
 STAMP_DROPS = tuple(f"{kind}_{reason}" for kind in ("joint_state", "wrench")
                     for reason in (JUMP, OUT_OF_RANGE, "out_of_order"))
@@ -44,64 +49,13 @@ MESSAGE_DROPS = (*STAMP_DROPS, "joint_state_spike")
 farther from the last than the joints can move (spikes)."""
 OTHER_FRAME = "wrench_other_frame"
 """The counter key of a wrench dropped for its frame (:class:`FrameFollower`)."""
+PROVISIONAL_TIME = 0.1
+"""s of joint states (and at least :data:`~inertial_id.core.gathering.filter_choice.MIN_SAMPLES`
+of them) after which a provisional filter releases samples while the data-chosen one waits
+for its ``decision_time`` (:meth:`Gathering.pop_provisional`)."""
 FRAME_SWITCH_AFTER = 200
 """Wrenches in a row in a new frame after which the stream follows it (the driver changed
 its frame_id)."""
-
-
-class JointStateSample(NamedTuple):
-    """A ``sensor_msgs/JointState``: header stamp (s), names, positions, velocities, efforts
-    (rad, m, rad/s, m/s, N m, N; in the message's order; any of the arrays may be empty)."""
-
-    stamp: float
-    names: Sequence[str]
-    position: NDArray[np.float64]
-    velocity: NDArray[np.float64]
-    effort: NDArray[np.float64] = np.zeros(0)
-
-
-class WrenchSample(NamedTuple):
-    """A ``geometry_msgs/WrenchStamped``: stamp (s), frame, ``[fx, fy, fz, tx, ty, tz]``."""
-
-    stamp: float
-    frame_id: str
-    wrench: NDArray[np.float64]
-
-
-class MessageBlock(NamedTuple):
-    """Joint states and wrenches as arrays, in arrival order (offline reading decodes a
-    block at once, with no object per message): ``is_wrench`` (M,) and header ``stamps``
-    (M,) s per message; the joint states' one name list ``names`` and their (J, k)
-    ``position``, ``velocity`` and ``effort`` (message order, rad, m, rad/s, m/s, N m, N; a
-    field the messages leave empty is (J, 0)); the wrenches' one ``frame_id`` and their
-    (W, 6) ``wrench`` ``[fx, fy, fz, tx, ty, tz]`` (N, N m)."""
-
-    is_wrench: NDArray[np.bool_]
-    stamps: NDArray[np.float64]
-    names: tuple[str, ...]
-    position: NDArray[np.float64]
-    velocity: NDArray[np.float64]
-    effort: NDArray[np.float64]
-    frame_id: str
-    wrench: NDArray[np.float64]
-
-    def part(self, start: int, stop: int) -> MessageBlock:
-        """Messages ``start`` .. ``stop - 1`` (arrival order)."""
-        w0 = int(np.count_nonzero(self.is_wrench[:start]))
-        w1 = w0 + int(np.count_nonzero(self.is_wrench[start:stop]))
-        j0, j1 = start - w0, stop - w1
-        return MessageBlock(self.is_wrench[start:stop], self.stamps[start:stop], self.names,
-                            self.position[j0:j1], self.velocity[j0:j1], self.effort[j0:j1],
-                            self.frame_id, self.wrench[w0:w1])
-
-    def messages(self) -> list[JointStateSample | WrenchSample]:
-        """The same messages, one object each (the per-message path)."""
-        joints = zip(self.position, self.velocity, self.effort, strict=True)
-        wrenches = iter(self.wrench)
-        return [WrenchSample(stamp, self.frame_id, next(wrenches)) if wrench
-                else JointStateSample(stamp, self.names, *next(joints))
-                for wrench, stamp in zip(self.is_wrench.tolist(), self.stamps.tolist(),
-                                         strict=True)]
 
 
 @dataclass(frozen=True)
@@ -211,13 +165,16 @@ class Gathering:
         to choose it (:meth:`decide`)."""
         self.watch = MotionWatch(s.decision_time, s.delay, s.polyorder)
         """The recent joint states, to revisit the filter when the motion changes."""
-        provisional = s.polyorder + 2 + (s.polyorder + 3) % 2  # replaced before any filtering
+        placeholder = s.polyorder + 2 + (s.polyorder + 3) % 2  # replaced before any filtering
+        self._max_speed = [model.velocityLimit[model.joints[model.getJointId(n)].idx_v]
+                           for n in self.joint_names]
         self.synchronizer = FixedLagSynchronizer(
-            len(self.joint_names), provisional, s.polyorder, s.use_measured_velocity,
-            s.max_span, lag=0,
-            max_speed=[model.velocityLimit[model.joints[model.getJointId(n)].idx_v]
-                       for n in self.joint_names],
-        )
+            len(self.joint_names), placeholder, s.polyorder, s.use_measured_velocity,
+            s.max_span, lag=0, max_speed=self._max_speed)
+        self.provisional: FixedLagSynchronizer | None = None
+        """While the filter is chosen: a second synchronizer, with a fixed short window, whose
+        samples an estimate can use at once (:meth:`pop_provisional`); None otherwise."""
+        self.provisional_choice: FilterChoice | None = None
         if kinematics is not None:
             self.match(kinematics)
 
@@ -244,12 +201,16 @@ class Gathering:
         if self.settings.use_measured_velocity:
             v = self.mapper.select(names, velocities)
         accepted = self.synchronizer.add_joint_state(t, q, v)
+        if self.provisional is not None:
+            self.provisional.add_joint_state(t, q, v)
         if accepted and self.watch.watching:  # per message: no arrays unless watched
             self.watch.add(np.array([t]), q[None])
         return accepted
 
     def add_wrench(self, t: float, wrench: ArrayLike) -> bool:
         """One wrench ``[fx, fy, fz, tx, ty, tz]`` (stamp in s); False when dropped."""
+        if self.provisional is not None:
+            self.provisional.add_wrench(t - self.wrench_delay, wrench)
         return self.synchronizer.add_wrench(t - self.wrench_delay, wrench)
 
     @property
@@ -269,6 +230,42 @@ class Gathering:
             if better is not None:
                 self._switch(better)
         return batch
+
+    def pop_provisional(self) -> SyncedSamples:
+        """While the filter is being chosen (:meth:`decide`), the samples of a provisional
+        one, so that an estimate can start within the first second of motion: once
+        :data:`PROVISIONAL_TIME` of joint states are held, a second synchronizer filters the
+        same messages with a fixed window of
+        :data:`~inertial_id.core.gathering.filter_choice.NO_MOTION_WINDOW_TIME` (the lag as
+        set). Nothing is lost: the held messages still go through the chosen filter once it
+        is chosen, and :meth:`pop_ready` gives every sample then; the provisional samples
+        are extra, for a provisional estimate until then. Empty once the filter is chosen
+        (the provisional synchronizer is dropped) or while too little is held."""
+        if self.choice is not None:
+            self.provisional = None
+            return SyncedSamples.empty(len(self.joint_names))
+        if self.provisional is None:
+            self._start_provisional()
+        if self.provisional is None:
+            return SyncedSamples.empty(len(self.joint_names))
+        return self.provisional.pop_ready()
+
+    def _start_provisional(self) -> None:
+        """The provisional synchronizer, fed with everything held so far."""
+        count, span = self.synchronizer.joint_span
+        if count < MIN_SAMPLES or span < PROVISIONAL_TIME:
+            return
+        s, sync = self.settings, self.synchronizer
+        history = sync.history()
+        choice = choose_filter(history[0], history[1], s.polyorder, s.delay,
+                               s.window or NO_MOTION_WINDOW_TIME)
+        provisional = FixedLagSynchronizer(
+            len(self.joint_names), choice.window, s.polyorder, s.use_measured_velocity,
+            s.max_span, lag=choice.lag, kinematics=sync.kinematics, jacobians=sync.jacobians,
+            max_speed=self._max_speed)
+        arrival = np.sort(np.concatenate((history[0], history[3])))
+        if provisional.extend(*history, arrival):
+            self.provisional, self.provisional_choice = provisional, choice
 
     def _switch(self, choice: FilterChoice) -> None:
         """Filter with ``choice`` from now on (:mod:`inertial_id.core.gathering.filter_revisit`).
@@ -302,6 +299,7 @@ class Gathering:
         if count < MIN_SAMPLES or not (final or s.window > 0.0 or held):
             return False
         history = self.synchronizer.history()
+        self.provisional = None  # the chosen filter takes over every held message
         self.choice = choose_filter(history[0], history[1], s.polyorder, s.delay, s.window)
         self.synchronizer.set_filter(self.choice.window, self.choice.lag)
         if self.choice.source not in ("data", "setting"):  # the no-motion default
@@ -488,5 +486,7 @@ class Gathering:
         arrival = stamps - np.where(is_wrench, self.wrench_delay, 0.0)
         if not self.synchronizer.extend(joint_t, position, velocity, wrench_t, wrench, arrival):
             return False
+        if self.provisional is not None:
+            self.provisional.extend(joint_t, position, velocity, wrench_t, wrench, arrival)
         self.watch.add(joint_t, position)
         return True

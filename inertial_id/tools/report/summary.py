@@ -18,7 +18,7 @@ from inertial_id.core.parameters import PI_NAMES, vector_from_symmetric
 from inertial_id.tools.report.series import WRENCH_NAMES, derived_series, final_fit, final_truth
 
 if TYPE_CHECKING:
-    from inertial_id.core.estimation.estimators import Estimate
+    from inertial_id.core.estimate import Estimate
     from inertial_id.tools.replay import ReplayResult
 
 

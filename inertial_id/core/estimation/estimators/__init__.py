@@ -8,7 +8,7 @@ estimator solves the convex SDP of Wensing et al. (2017)
 
 so its result is fully physically consistent by construction.
 
-Contents, one module per concept: :mod:`~inertial_id.core.estimation.estimators.estimate` (the
+Contents, one module per concept: :mod:`~inertial_id.core.estimate` (the
 estimate
 and its covariance), :mod:`~inertial_id.core.estimation.estimators.least_squares` (unconstrained
 least squares, the problem's square root), :mod:`~inertial_id.core.estimation.estimators.consistent`
@@ -16,13 +16,7 @@ least squares, the problem's square root), :mod:`~inertial_id.core.estimation.es
 from this package.
 """
 
-from inertial_id.core.estimation.estimators.consistent import (
-    REGULARIZATIONS,
-    ConsistentEstimator,
-    Constraints,
-    pseudo_inertia_expression,
-)
-from inertial_id.core.estimation.estimators.estimate import (
+from inertial_id.core.estimate import (
     N_OFFSET,
     N_PI,
     N_UNKNOWNS,
@@ -31,6 +25,12 @@ from inertial_id.core.estimation.estimators.estimate import (
     identifiability,
     make_estimate,
     scaled_condition_number,
+)
+from inertial_id.core.estimation.estimators.consistent import (
+    REGULARIZATIONS,
+    ConsistentEstimator,
+    Constraints,
+    pseudo_inertia_expression,
 )
 from inertial_id.core.estimation.estimators.least_squares import least_squares, square_root
 from inertial_id.core.estimation.sdp import (

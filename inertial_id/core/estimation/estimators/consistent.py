@@ -12,14 +12,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import SolverError
-from inertial_id.core.estimation import sdp
-from inertial_id.core.estimation.estimators.estimate import (
+from inertial_id.core.estimate import (
     N_OFFSET,
     N_PI,
     N_UNKNOWNS,
     Estimate,
     make_estimate,
 )
+from inertial_id.core.estimation import sdp
 from inertial_id.core.estimation.estimators.least_squares import require_rows, square_root
 from inertial_id.core.estimation.sdp import (
     prior_scale,  # the uncompiled function (numba wraps a copy)

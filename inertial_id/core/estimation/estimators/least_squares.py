@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import SolverError
-from inertial_id.core.estimation.estimators.estimate import (
+from inertial_id.core.estimate import (
     N_PI,
     N_UNKNOWNS,
     Estimate,

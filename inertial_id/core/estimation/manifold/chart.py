@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError
-from inertial_id.core.estimation.estimators import N_PI
+from inertial_id.core.estimate import N_PI
 from inertial_id.core.parameters import skew
 
 # P maps the second moments L to the principal moments of inertia, J_principal = P L.

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError, SolverError
-from inertial_id.core.estimation.estimators import N_PI, N_UNKNOWNS, Estimate, make_estimate
+from inertial_id.core.estimate import N_PI, N_UNKNOWNS, Estimate, make_estimate
 from inertial_id.core.estimation.manifold.chart import (
     ManifoldPoint,
     manifold_from_pi,

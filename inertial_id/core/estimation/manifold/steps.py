@@ -14,7 +14,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import solve_triangular
 
-from inertial_id.core.estimation.estimators import N_PI, prior_scale, square_root
+from inertial_id.core.estimate import N_PI
+from inertial_id.core.estimation.estimators import prior_scale, square_root
 from inertial_id.core.estimation.manifold.chart import (
     ManifoldPoint,
     manifold_curvature,

@@ -35,18 +35,18 @@ package.
 """
 
 from inertial_id.core.gathering.synchronizer.fixed_lag import FixedLagSynchronizer
-from inertial_id.core.gathering.synchronizer.samples import (
-    MAX_ABS_VALUE,
-    JacobianFunction,
-    SensorFunction,
-    SyncedSamples,
-    plausible,
-)
 from inertial_id.core.gathering.synchronizer.spikes import (
     DEFAULT_MAX_JOINT_SPEED,
     SPIKE_FOLLOW,
     SPIKE_SLACK,
     SPIKE_SPEED_MARGIN,
+)
+from inertial_id.core.samples import (
+    MAX_ABS_VALUE,
+    JacobianFunction,
+    SensorFunction,
+    SyncedSamples,
+    plausible,
 )
 
 __all__ = ["DEFAULT_MAX_JOINT_SPEED", "MAX_ABS_VALUE", "SPIKE_FOLLOW", "SPIKE_SLACK",

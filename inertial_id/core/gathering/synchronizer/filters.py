@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from inertial_id.core.errors import SampleError
 from inertial_id.core.gathering.features import decode_features
 from inertial_id.core.gathering.synchronizer.kernel import compiled_kernel
-from inertial_id.core.gathering.synchronizer.samples import SyncedSamples
+from inertial_id.core.samples import SyncedSamples
 from inertial_id.core.signals import (
     PolynomialFits,
     fit_polynomials,

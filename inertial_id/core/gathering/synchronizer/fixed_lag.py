@@ -22,16 +22,16 @@ from inertial_id.core.gathering.synchronizer.filters import (
     row_windows,
     wrench_span,
 )
-from inertial_id.core.gathering.synchronizer.samples import (
+from inertial_id.core.gathering.synchronizer.spikes import SpikeGuard
+from inertial_id.core.samples import (
     MAX_ABS_VALUE,
     JacobianFunction,
     SensorFunction,
     SyncedSamples,
     plausible,
 )
-from inertial_id.core.gathering.synchronizer.spikes import SpikeGuard
-from inertial_id.core.gathering.timepolicy import StampPolicy
 from inertial_id.core.signals import PositionNoise, second_differences
+from inertial_id.core.timepolicy import StampPolicy
 
 
 def _fresh(buffered: Rows, stamps: NDArray[np.float64]) -> bool:
@@ -51,7 +51,7 @@ class FixedLagSynchronizer:
     ``window`` joint samples (odd) and polynomial ``order`` set the filter; the output lags the
     newest joint state by ``lag`` joint samples (default: half the window). ``max_span`` (s)
     rejects windows that straddle a gap in the joint states or in the wrenches. Both streams
-    share one :class:`~inertial_id.core.gathering.timepolicy.StampPolicy` (``policy``): stamps out
+    share one :class:`~inertial_id.core.timepolicy.StampPolicy` (``policy``): stamps out
     of range or jumping away from the stream are dropped, and a jump it follows (a bag played
     again) clears the buffers; other out-of-order or duplicate stamps are dropped. A joint
     state farther from the last one than any joint can move in between (``max_speed``, rad/s

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import SampleError, SolverError
-from inertial_id.core.estimation.estimators import covariance_factor
+from inertial_id.core.estimate import covariance_factor
 from inertial_id.core.estimation.pls import pls_components_by_rss, pls_path
 from inertial_id.core.joint_torque.friction import FrictionModel
 from inertial_id.core.joint_torque.link_model import (

@@ -13,7 +13,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import ModelError, SampleError
-from inertial_id.core.estimation.estimators import N_UNKNOWNS, ConsistentEstimator, Estimate
+from inertial_id.core.estimate import N_UNKNOWNS, Estimate
+from inertial_id.core.estimation.estimators import ConsistentEstimator
 from inertial_id.core.joint_torque.link_model import N_PI
 from inertial_id.core.joint_torque.torque_payload.model import LinkTorqueModel
 from inertial_id.core.kinematics import SensorKinematics

@@ -10,8 +10,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from inertial_id.core.errors import SolverError
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.anomaly import TRIM_CONFIDENCE, T2Monitor, T2Result
-from inertial_id.core.estimation.estimators import Estimate
 from inertial_id.core.estimation.online_types import OnlineConfig, StepResult, Verdicts, verdicts
 from inertial_id.core.joint_torque.torque_payload.stream import TorquePayloadStream
 

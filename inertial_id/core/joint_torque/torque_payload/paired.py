@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import SampleError
-from inertial_id.core.estimation.estimators import Estimate
+from inertial_id.core.estimate import Estimate
 from inertial_id.core.joint_torque.link_model import N_PI
 from inertial_id.core.joint_torque.torque_payload.identifier import TorquePayloadIdentifier
 from inertial_id.core.joint_torque.torque_payload.model import LinkTorqueModel

@@ -1,16 +1,75 @@
-"""What the synchronizer takes and gives: the kinematics and Jacobian functions it is given
-(:data:`SensorFunction`, :data:`JacobianFunction`), the plausibility bound on every value
-(:data:`MAX_ABS_VALUE`, :func:`plausible`) and a batch of synchronised samples
-(:class:`SyncedSamples`).
-"""
+"""The samples every stage passes on, as plain values below all their users (ROS-free, no
+pinocchio, no compiled filters): the messages the pipeline takes (a joint state, a wrench, a
+block of both as arrays for offline reading), the plausibility bound on every value
+(:data:`MAX_ABS_VALUE`, :func:`plausible`), the functions a synchronizer is given
+(:data:`SensorFunction`, :data:`JacobianFunction`) and a batch of synchronised samples
+(:class:`SyncedSamples`). Bags, CDR, the gatherer, the kinematics and estimation stages and
+the simulation share them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
+
+
+class JointStateSample(NamedTuple):
+    """A ``sensor_msgs/JointState``: header stamp (s), names, positions, velocities, efforts
+    (rad, m, rad/s, m/s, N m, N; in the message's order; any of the arrays may be empty)."""
+
+    stamp: float
+    names: Sequence[str]
+    position: NDArray[np.float64]
+    velocity: NDArray[np.float64]
+    effort: NDArray[np.float64] = np.zeros(0)
+
+
+class WrenchSample(NamedTuple):
+    """A ``geometry_msgs/WrenchStamped``: stamp (s), frame, ``[fx, fy, fz, tx, ty, tz]``."""
+
+    stamp: float
+    frame_id: str
+    wrench: NDArray[np.float64]
+
+
+class MessageBlock(NamedTuple):
+    """Joint states and wrenches as arrays, in arrival order (offline reading decodes a
+    block at once, with no object per message): ``is_wrench`` (M,) and header ``stamps``
+    (M,) s per message; the joint states' one name list ``names`` and their (J, k)
+    ``position``, ``velocity`` and ``effort`` (message order, rad, m, rad/s, m/s, N m, N; a
+    field the messages leave empty is (J, 0)); the wrenches' one ``frame_id`` and their
+    (W, 6) ``wrench`` ``[fx, fy, fz, tx, ty, tz]`` (N, N m)."""
+
+    is_wrench: NDArray[np.bool_]
+    stamps: NDArray[np.float64]
+    names: tuple[str, ...]
+    position: NDArray[np.float64]
+    velocity: NDArray[np.float64]
+    effort: NDArray[np.float64]
+    frame_id: str
+    wrench: NDArray[np.float64]
+
+    def part(self, start: int, stop: int) -> MessageBlock:
+        """Messages ``start`` .. ``stop - 1`` (arrival order)."""
+        w0 = int(np.count_nonzero(self.is_wrench[:start]))
+        w1 = w0 + int(np.count_nonzero(self.is_wrench[start:stop]))
+        j0, j1 = start - w0, stop - w1
+        return MessageBlock(self.is_wrench[start:stop], self.stamps[start:stop], self.names,
+                            self.position[j0:j1], self.velocity[j0:j1], self.effort[j0:j1],
+                            self.frame_id, self.wrench[w0:w1])
+
+    def messages(self) -> list[JointStateSample | WrenchSample]:
+        """The same messages, one object each (the per-message path)."""
+        joints = zip(self.position, self.velocity, self.effort, strict=True)
+        wrenches = iter(self.wrench)
+        return [WrenchSample(stamp, self.frame_id, next(wrenches)) if wrench
+                else JointStateSample(stamp, self.names, *next(joints))
+                for wrench, stamp in zip(self.is_wrench.tolist(), self.stamps.tolist(),
+                                         strict=True)]
+
 
 SensorFunction = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]],
                           tuple[NDArray[np.float64], NDArray[np.float64]]]
