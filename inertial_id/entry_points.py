@@ -18,8 +18,11 @@ from inertial_id.nodes import stopping
 RUN_UNTIL_STOPPED = ("play", "demo", "replay")
 """``inertial-id`` commands that run until stopped: their handlers go in before the imports."""
 
-UNMANAGED = ("simulator",)
+UNMANAGED = ("simulator", "pipeline")
 """Node executables without a lifecycle version (``--managed``)."""
+
+PIPELINE = ("gatherer", "kinematics", "solver")
+"""The nodes the ``pipeline`` executable runs in one process."""
 
 HELP_FLAGS = ("-h", "--help")
 """Non-ROS arguments of a node executable that print :func:`node_help` instead of starting."""
@@ -31,17 +34,23 @@ def node_help(node: str) -> str:
     from inertial_id.params.table import NODE_PARAMS
 
     managed = "" if node in UNMANAGED else " [--managed]"
-    about = (f"The inertial_id {node} node. Its parameters come from -p or a parameter file's "
-             f"/**/{node}: ros__parameters: section; a name it does not have stops it with an "
-             "error. 'live' parameters can be changed while it runs (ros2 param set), the "
-             "others need a restart.")
+    nodes = PIPELINE if node == "pipeline" else (node,)
+    what = ("gatherer, kinematics and solver nodes in one process (one executor; their "
+            "batches passed by direct calls). Each node's" if node == "pipeline"
+            else f"inertial_id {node} node. Its")
+    about = (f"The {what} parameters come from -p or a parameter file's "
+             f"/**/{'<node>' if node == 'pipeline' else node}: ros__parameters: section; a "
+             "name it does not have stops it with an error. 'live' parameters can be changed "
+             "while it runs (ros2 param set), the others need a restart.")
     lines = [f"usage: ros2 run inertial_id {node}{managed} "
              "[--ros-args -p NAME:=VALUE --params-file FILE ...]", "",
              *textwrap.wrap(about, 92)]
     if managed:
         lines += ["", "options:",
                   "  --managed  start the lifecycle node, unconfigured (--managed=true|false)"]
-    lines += ["", "parameters:", parameter_help(NODE_PARAMS[node])]
+    for name in nodes:
+        lines += ["", f"{name} parameters:" if len(nodes) > 1 else "parameters:",
+                  parameter_help(NODE_PARAMS[name])]
     return "\n".join(lines)
 
 
@@ -84,6 +93,11 @@ def kinematics() -> int:
 def solver() -> int:
     """``inertial_id_solver``."""
     return main("solver")
+
+
+def pipeline() -> int:
+    """``inertial_id_pipeline``: gatherer, kinematics and solver in one process."""
+    return main("pipeline")
 
 
 def simulator() -> int:

@@ -24,10 +24,8 @@ from inertial_id.msg import InertialParameters
 from inertial_id.nodes import stopping
 from inertial_id.nodes.common import init, latched_qos, make_executor, spin
 from inertial_id.nodes.demo_apply import ApplyLoop, applier, missing_interface
-from inertial_id.nodes.gatherer import Gatherer
-from inertial_id.nodes.kinematics import Kinematics
+from inertial_id.nodes.pipeline import pipeline_nodes
 from inertial_id.nodes.simulator import Simulator
-from inertial_id.nodes.solver import Solver
 
 
 @dataclass
@@ -117,9 +115,8 @@ def run_demo(options: DemoOptions, print_line: Callable[[str], None] = print) ->
     try:
         simulator = Simulator(parameter_overrides=sim_params)
         urdf = [Parameter("urdf_path", value=bundled_urdf_path())]
-        solver = Solver()
-        nodes = [simulator, Gatherer(parameter_overrides=urdf),
-                 Kinematics(parameter_overrides=urdf), solver]
+        nodes = [simulator, *pipeline_nodes(urdf)]
+        solver = nodes[-1]
         monitor = Monitor(print_line)
         nodes.append(monitor)
         loop = None

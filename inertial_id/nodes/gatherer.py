@@ -32,13 +32,13 @@ from inertial_id.core.timepolicy import RESETS
 from inertial_id.io.cdr import CdrDecoder, CdrEncoder
 from inertial_id.msg import JointSamples
 from inertial_id.nodes.common import (
+    BatchLink,
     Diagnostics,
     DropWatch,
     Number,
     PipelineNode,
     RobotDescription,
     Silence,
-    pipeline_qos,
     sensor_qos,
     set_period,
     steady_timer,
@@ -80,7 +80,7 @@ class Gatherer(PipelineNode):
         self.published = 0  # samples, provisional ones included (the stream's count)
         self.provisional_published = 0
         self.diagnostics = Diagnostics(self, "synchronisation", self.status)
-        self.publisher = self.create_publisher(JointSamples, "joint_samples", pipeline_qos())
+        self.batches = BatchLink(self, JointSamples, "joint_samples")
         self.decoder, self.encoder = CdrDecoder(), CdrEncoder()
         qos = sensor_qos(values["queue_depth"])
         self.create_subscription(JointState, "joint_states", self.on_joint_state, qos, raw=True)
@@ -240,7 +240,7 @@ class Gatherer(PipelineNode):
                                           self.gathering.provisional_choice, True)
         if len(batch):
             assert choice is not None  # samples come once a filter is chosen
-            self.publisher.publish(self.encoder.joint_samples(
+            self.batches.publish(self.encoder.joint_samples(
                 batch, self.gathering.joint_names, self.gathering.wrench_frame, self.published,
                 choice.past_span, provisional))
         self.published += len(batch)

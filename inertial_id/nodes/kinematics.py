@@ -23,6 +23,7 @@ from inertial_id.core.stages import KinematicsStage
 from inertial_id.io.cdr import CdrDecoder, CdrEncoder
 from inertial_id.msg import JointSamples, SensorSamples
 from inertial_id.nodes.common import (
+    BatchLink,
     Diagnostics,
     Number,
     PipelineNode,
@@ -51,10 +52,10 @@ class Kinematics(PipelineNode):
         self.samples_in = self.samples_out = self.undecodable = self.before_urdf = 0
         self.upstream = UpstreamLoss()
         Diagnostics(self, "sensor kinematics", self.status)
-        self.publisher = self.create_publisher(SensorSamples, "sensor_samples", pipeline_qos())
+        self.batches = BatchLink(self, SensorSamples, "sensor_samples")
         self.decoder, self.encoder = CdrDecoder(), CdrEncoder()
-        self.create_subscription(JointSamples, "joint_samples", self.on_samples, pipeline_qos(),
-                                 raw=True)
+        self.subscription = self.create_subscription(
+            JointSamples, "joint_samples", self.on_samples, pipeline_qos(), raw=True)
         self.description = RobotDescription(self, values, self.configure)
 
     def configure(self, urdf: str) -> None:
@@ -108,7 +109,7 @@ class Kinematics(PipelineNode):
         if out.samples is None:
             return
         kept = out.samples
-        self.publisher.publish(self.encoder.sensor_samples(
+        self.batches.publish(self.encoder.sensor_samples(
             kept.times, self.sensor_frame, self.samples_out, twist=out.twist,
             proper_acceleration=out.proper_acceleration, wrench=kept.wrench,
             wrench_raw=kept.wrench_raw, acceleration_noise=kept.acceleration_noise,

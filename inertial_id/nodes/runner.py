@@ -36,8 +36,9 @@ def with_sensor_frame(argv: Sequence[str]) -> list[str]:
     return kept
 
 
-def run(node_factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
-    """Standard ``main``: init, spin one node until SIGINT/SIGTERM, shut down; exit code 0
+def run(node_factory: Callable[[], Node | list[Node]], args: Sequence[str] | None = None) -> int:
+    """Standard ``main``: init, spin one node (or the nodes ``node_factory`` gives, on one
+    executor) until SIGINT/SIGTERM, shut down; exit code 0
     for a stop at any moment, 1 on a start-up error (one line). ``--managed`` (or
     ``--managed=true``) among the non-ROS arguments starts a pipeline node's lifecycle version
     (:mod:`inertial_id.nodes.managed`); ``--sensor-frame=FRAME`` sets ``sensor_frame``
@@ -54,13 +55,16 @@ def run(node_factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
     if wanted:
         node_factory = managed(node_factory)
     init(args)
-    node = executor = None
+    nodes: list[Node] = []
+    executor = None
     try:
         if stopping.requested():
             return 0
-        node = node_factory()
+        made = node_factory()
+        nodes = made if isinstance(made, list) else [made]
         executor = make_executor()
-        executor.add_node(node)
+        for node in nodes:
+            executor.add_node(node)
         spin(executor)
     except InertialIdError as exc:
         if stopping.requested():  # a stop during start-up, e.g. while waiting for a file
@@ -72,7 +76,7 @@ def run(node_factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
     finally:
         if executor is not None:
             executor.shutdown(timeout_sec=1.0)
-        if node is not None:
+        for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
     return 0

@@ -150,8 +150,8 @@ class Solver(PipelineNode):
         self.contacts = ContactPublisher(self, values["contact_decimation"])
         self.diagnostics = Diagnostics(self, "payload estimate", self.diagnostic_status)
         self.decoder = CdrDecoder()
-        self.create_subscription(SensorSamples, "sensor_samples", self.on_samples, pipeline_qos(),
-                                 raw=True)
+        self.subscription = self.create_subscription(
+            SensorSamples, "sensor_samples", self.on_samples, pipeline_qos(), raw=True)
         self.idle_timer = steady_timer(self, IDLE_PERIOD / 4, self._idle)
         for name, action in (("reset", self.stage.reset), ("tare", self.online.tare),
                              ("freeze", self._freeze), ("resume", self._resume),

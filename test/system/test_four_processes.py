@@ -1,4 +1,5 @@
-"""End to end: simulator, gatherer, kinematics and solver as four separate processes."""
+"""End to end: simulator, gatherer, kinematics and solver as four separate processes, and the
+simulator beside the three pipeline nodes in one process (the ``pipeline`` executable)."""
 
 from __future__ import annotations
 
@@ -22,23 +23,26 @@ from inertial_id.nodes.common import RecentValues, latched_qos
 BIN = Path(sys.executable).parent
 
 
-def _start(executable: str, env: dict[str, str], *params: str) -> subprocess.Popen[bytes]:
-    args = [str(BIN / executable), "--ros-args"]
+def _start(executable: str, env: dict[str, str], *params: str,
+           flags: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+    args = [str(BIN / executable), *flags, "--ros-args"]
     for p in params:
         args += ["-p", p]
     return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
-@pytest.fixture
-def pipeline(ros_env: dict[str, str]):  # noqa: ANN201
+@pytest.fixture(params=["separate", "one_process"])
+def pipeline(request: pytest.FixtureRequest, ros_env: dict[str, str]):  # noqa: ANN201
     urdf = f"urdf_path:={bundled_urdf_path()}"
-    processes = [
-        _start("inertial_id_simulator", ros_env, "wrench_rate:=1000.0",
-               "joint_state_rate:=500.0"),
-        _start("inertial_id_gatherer", ros_env, urdf),
-        _start("inertial_id_kinematics", ros_env, urdf),
-        _start("inertial_id_solver", ros_env, "publish_rate:=2.0"),
-    ]
+    processes = [_start("inertial_id_simulator", ros_env, "wrench_rate:=1000.0",
+                        "joint_state_rate:=500.0")]
+    if request.param == "separate":
+        processes += [_start("inertial_id_gatherer", ros_env, urdf),
+                      _start("inertial_id_kinematics", ros_env, urdf),
+                      _start("inertial_id_solver", ros_env, "publish_rate:=2.0")]
+    else:
+        processes.append(_start("inertial_id_pipeline", ros_env,
+                                flags=(f"--urdf-path={bundled_urdf_path()}",)))
     yield processes
     for process in processes:
         process.terminate()

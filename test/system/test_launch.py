@@ -20,6 +20,7 @@ from rclpy.parameter import Parameter
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.simulation import bundled_urdf_path
+from inertial_id.entry_points import PIPELINE
 from inertial_id.nodes.applier import Applier
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.kinematics import Kinematics
@@ -72,25 +73,35 @@ def launch_nodes(path: Path, given: dict[str, str] | None = None) -> list[tuple[
             sub_args = {a.get("name"): resolve(a.get("value"), args) for a in element.iter("arg")}
             nodes += launch_nodes(Path(resolve(element.get("file"), args)), sub_args)
         elif element.tag == "node":
-            if resolve(element.get("if", "true"), args) != "true":
+            if (resolve(element.get("if", "true"), args) != "true"
+                    or resolve(element.get("unless", "false"), args) != "false"):
                 continue
-            assert element.get("pkg") == "inertial_id"
-            params: dict[str, object] = {}
-            for param in element.iter("param"):
-                if param.get("from"):
-                    file = Path(resolve(param.get("from"), args))
-                    assert file.is_file(), f"{path.name}: missing parameter file {file}"
-                    doc = yaml.safe_load(file.read_text())
-                    for key, section in doc.items():
-                        if section_applies(key, element.get("name")):
-                            params.update(section.get("ros__parameters", {}))
-                else:
-                    params[param.get("name")] = resolve(param.get("value"), args)
-            namespace = resolve(element.get("namespace", ""), args)
-            params["__namespace"] = namespace
-            params["__args"] = resolve(element.get("args", ""), args).split()
+            if element.get("exec") == "pipeline":  # the three nodes in one process
+                nodes += [(name, name, _params(path, element, name, args))
+                          for name in PIPELINE]
+                continue
+            params = _params(path, element, element.get("name"), args)
             nodes.append((element.get("exec"), element.get("name"), params))
     return nodes
+
+
+def _params(path: Path, element: ET.Element, name: str, args: dict[str, str]) -> dict:
+    """The parameters a node ``name`` started by the launch ``element`` gets."""
+    assert element.get("pkg") == "inertial_id"
+    params: dict[str, object] = {}
+    for param in element.iter("param"):
+        if param.get("from"):
+            file = Path(resolve(param.get("from"), args))
+            assert file.is_file(), f"{path.name}: missing parameter file {file}"
+            doc = yaml.safe_load(file.read_text())
+            for key, section in doc.items():
+                if section_applies(key, name):
+                    params.update(section.get("ros__parameters", {}))
+        else:
+            params[param.get("name")] = resolve(param.get("value"), args)
+    params["__namespace"] = resolve(element.get("namespace", ""), args)
+    params["__args"] = resolve(element.get("args", ""), args).split()
+    return params
 
 
 @pytest.fixture(scope="module")
@@ -197,6 +208,18 @@ def test_the_managed_argument_reaches_every_pipeline_node(given: dict[str, str],
         assert managed_requested(params["__args"]) is expected, (name, params["__args"])
     with pytest.raises(InertialIdError, match="true or false"):
         managed_requested(["--managed=maybe"])
+
+
+def test_one_process_runs_the_three_nodes_in_the_pipeline_executable() -> None:
+    root = ET.parse(ROOT / "launch" / "inertial_id.launch.xml").getroot()
+    (element,) = [n for n in root.iter("node") if n.get("exec") == "pipeline"]
+    assert "pipeline" in installed_executables() and element.get("name") is None
+    nodes = launch_nodes(ROOT / "launch" / "inertial_id.launch.xml",
+                         {"one_process": "true", "urdf_path": "/robot.urdf"})
+    assert [name for _, name, _ in nodes] == list(PIPELINE)  # instead of three processes
+    for _, _, params in nodes:  # the URDF as an argument, not a parameter of all three
+        assert "urdf_path" not in params and "--urdf-path=/robot.urdf" in params["__args"]
+        assert "--sensor-frame=" in params["__args"]
 
 
 def test_the_demo_in_a_namespace_keeps_its_topics_in_it() -> None:

@@ -11,6 +11,7 @@ profiles), :mod:`~inertial_id.nodes.common.clock` (stamps, timers),
 spinning` (init, executor, spin); the public names are importable from this package.
 """
 
+from inertial_id.nodes.common.batches import BatchLink
 from inertial_id.nodes.common.clock import (
     period_ns,
     set_period,
@@ -45,9 +46,10 @@ from inertial_id.nodes.common.qos import latched_qos, pipeline_qos, sensor_qos
 from inertial_id.nodes.common.spinning import init, make_executor, spin
 from inertial_id.nodes.common.streams import DropWatch, Silence, UpstreamLoss
 
-__all__ = ["DOUBLE_MAX", "INT64_MAX", "ApplyFn", "Diagnostics", "DropWatch", "FiniteGuard",
-           "LiveParameters", "Number", "PipelineNode", "RecentValues", "RobotDescription",
-           "Silence", "StatusFn", "UpstreamLoss", "all_finite", "check", "coerce", "declare",
-           "declare_all", "declare_param", "descriptor", "diagnostic_value", "given_value", "init",
-           "latched_qos", "make_executor", "parameter_type", "period_ns", "pipeline_qos",
-           "sensor_qos", "set_period", "spin", "steady_timer", "to_seconds", "to_stamp"]
+__all__ = ["ApplyFn", "BatchLink", "DOUBLE_MAX", "Diagnostics", "DropWatch", "FiniteGuard",
+           "INT64_MAX", "LiveParameters", "Number", "PipelineNode", "RecentValues",
+           "RobotDescription", "Silence", "StatusFn", "UpstreamLoss", "all_finite", "check",
+           "coerce", "declare", "declare_all", "declare_param", "descriptor", "diagnostic_value",
+           "given_value", "init", "latched_qos", "make_executor", "parameter_type", "period_ns",
+           "pipeline_qos", "sensor_qos", "set_period", "spin", "steady_timer", "to_seconds",
+           "to_stamp"]
