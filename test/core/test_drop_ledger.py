@@ -4,6 +4,7 @@ under the keys the node's diagnostics and replay's data ledger show."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 
 import numpy as np
@@ -51,10 +52,8 @@ def test_a_gathering_counts_what_add_refuses_before_raising() -> None:
                 JointStateSample(2e-3, [*names, names[0]], [0.0] * len(names) + [1.0],
                                  [0.0] * (len(names) + 1))]
     for message in messages:
-        try:
+        with contextlib.suppress(SampleError):
             one.add(message)
-        except SampleError:
-            pass
     block.add_messages(messages)
     assert one.ledger.refused == block.ledger.refused == {
         "wrench_invalid": 1, "joint_state_duplicate_joints": 1}

@@ -24,8 +24,8 @@ from inertial_id.core.errors import InertialIdError
 from inertial_id.core.simulation import Contact, bundled_urdf_path
 from inertial_id.io import bags
 from inertial_id.io.bags import BagError
-from inertial_id.tools.cli import main
 from inertial_id.params.table import NODE_PARAMS
+from inertial_id.tools.cli import main
 from inertial_id.tools.replay import (
     PIPELINE_NODES,
     ReplayOptions,
