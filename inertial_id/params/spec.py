@@ -157,15 +157,16 @@ def default_text(value: Any) -> str:
 
 def parameter_help(params: Iterable[Param]) -> str:
     """The parameters of a table as a help text: per parameter its name, default, unit,
-    range and whether a change applies while the node runs (``live``; the others are
-    read-only), then its description."""
+    allowed values, whether a change applies while the node runs (``live``; the others are
+    read-only) and its scope where it is not every mode's and replay's too
+    (:func:`scope_text`), then its description."""
     lines = []
     for param in params:
         facts = [f"default {default_text(param.default)}"]
         facts += [f"unit {param.unit}"] if param.unit else []
         facts += [param.allowed_text] if param.allowed_text else []
         facts.append("live" if param.live else "read-only")
-        facts += [scope_text(param)]
+        facts += [scope_text(param)] if param.modes or not param.offline else []
         lines.append(f"  {param.name}  ({', '.join(facts)})")
         lines += textwrap.wrap(param.description, 92, initial_indent=" " * 6,
                                subsequent_indent=" " * 6)
