@@ -50,7 +50,7 @@ from inertial_id.core.estimation.estimators import (  # noqa: E402
     least_squares,
 )
 from inertial_id.core.estimation.payload import PayloadConfig, PayloadIdentifier  # noqa: E402
-from inertial_id.core.gathering.gatherer import OtherFrameError  # noqa: E402
+from inertial_id.core.gathering.ledger import OtherFrameError  # noqa: E402
 from inertial_id.core.kinematics import SensorKinematics, load_urdf_model  # noqa: E402
 from inertial_id.core.parameters import skew, vector_from_symmetric  # noqa: E402
 from inertial_id.core.regressor import measurement_matrix, predicted_wrench  # noqa: E402

@@ -6,9 +6,15 @@ Every error the core raises on bad input derives from :class:`InertialIdError`, 
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class InertialIdError(Exception):
-    """Base class of all inertial_id errors."""
+    """Base class of all inertial_id errors. ``drop_reason``: the reason a message refused
+    with this error is counted under (``<kind>_<drop_reason>``,
+    :func:`inertial_id.core.gathering.ledger.drop_key`)."""
+
+    drop_reason: ClassVar[str] = "invalid"
 
 
 class ModelError(InertialIdError):
@@ -30,3 +36,5 @@ class ImplausibleValueError(SampleError):
 
 class DuplicateJointError(SampleError):
     """A joint state lists a model joint twice with different values."""
+
+    drop_reason = "duplicate_joints"

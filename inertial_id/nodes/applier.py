@@ -117,9 +117,6 @@ class Applier(PipelineNode):
 
     def setup(self, values: dict[str, Any]) -> None:
         """The target, its client, the frame, subscriptions, ``~/apply`` and diagnostics."""
-        if values["target"] not in TARGETS:
-            raise InertialIdError(f"{self.get_name()}: target must be one of "
-                                  f"{', '.join(TARGETS)}, got {values['target']!r}")
         self.target = TARGETS[values["target"]]
         service, kind = self.target.service
         self.destination = values["destination"] or service or self.target.node

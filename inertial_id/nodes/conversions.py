@@ -41,6 +41,8 @@ T = TypeVar("T")
 class UndecodableError(InertialIdError):
     """Bytes that are no message of the expected type (any decoder's error, one type)."""
 
+    drop_reason = "undecodable"
+
 
 def _decoder(decode: Callable[P, T]) -> Callable[P, T]:
     """Turn whatever a decoder raises on bad bytes (``ValueError``, ``struct.error``,

@@ -18,17 +18,16 @@ rclpy's message conversion.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 
-from inertial_id.core.errors import DuplicateJointError, InertialIdError
-from inertial_id.core.gathering.gatherer import OTHER_FRAME, Gathering, OtherFrameError
+from inertial_id.core.errors import InertialIdError
+from inertial_id.core.gathering.gatherer import Gathering
+from inertial_id.core.gathering.ledger import DropLedger, drop_key
 from inertial_id.core.gathering.synchronizer.kernel import compiled_kernel
-from inertial_id.core.timepolicy import RESETS
 from inertial_id.io.cdr import CdrDecoder, CdrEncoder
 from inertial_id.msg import JointSamples
 from inertial_id.nodes.common import (
@@ -75,7 +74,7 @@ class Gatherer(PipelineNode):
             compiled_kernel()
         self.gathering: Gathering | None = None
         self.joint_input, self.wrench_input = Silence(), Silence()
-        self.rejected: Counter[str] = Counter()
+        self.ledger = DropLedger()
         self.drop_watch = DropWatch()
         self.published = 0  # samples, provisional ones included (the stream's count)
         self.provisional_published = 0
@@ -108,7 +107,7 @@ class Gatherer(PipelineNode):
             except InertialIdError as exc:  # e.g. locked joints without their positions
                 self.get_logger().warning(f"matched_filter is off, the joints alone are "
                                           f"filtered (the inertia is biased): {exc}")
-        self.gathering = Gathering(urdf, self.settings, model)
+        self.gathering = Gathering(urdf, self.settings, model, self.ledger)
         names = self.gathering.joint_names
         self.get_logger().info(f"gathering {len(names)} joints: {', '.join(names)}")
 
@@ -118,16 +117,11 @@ class Gatherer(PipelineNode):
                   "wrenches_received": self.wrench_input.count,
                   "samples_published": self.published,
                   "provisional_samples_published": self.provisional_published}
-        dropped = Counter(self.rejected)
-        held = 0
-        if self.gathering is not None:
-            dropped.update(self.gathering.synchronizer.counters)
-            held = self.gathering.wrenches_held
-        resets = dropped.pop(RESETS, 0)
+        dropped = self.ledger.dropped()
+        held = 0 if self.gathering is None else self.gathering.wrenches_held
         values.update({f"dropped_{k}": v for k, v in dropped.items()})
-        wrench_drops = sum(v for k, v in dropped.items() if k in WRENCH_SAMPLE_DROPS
-                           or k.startswith("wrench_"))
-        values.update({"wrenches_held": held, "stamp_resets": resets,
+        wrench_drops = sum(self.ledger.wrench_samples().values())
+        values.update({"wrenches_held": held, "stamp_resets": self.ledger.resets,
                        "wrenches_unaccounted": (
                            self.wrench_input.count - self.published
                            + self.provisional_published - wrench_drops - held)})
@@ -157,7 +151,7 @@ class Gatherer(PipelineNode):
             return DiagnosticStatus.WARN, f"no data on {', '.join(silent)}", values
         stalled = self.drop_watch.check(
             {"joint_state": self.joint_input.count, "wrench": self.wrench_input.count},
-            Counter({k: v for k, v in dropped.items() if k not in WRENCH_SAMPLE_DROPS}))
+            self.ledger.by_kind_prefix())
         if stalled:  # also while holding: rejected joint states would hold it for ever
             return DiagnosticStatus.WARN, stalled, values
         if choice is None:
@@ -194,10 +188,10 @@ class Gatherer(PipelineNode):
 
     def _take(self, kind: str, raw: bytes) -> None:
         """Decode and buffer one ``joint_state`` or ``wrench``; whatever is wrong with it is
-        counted (``<kind>_<reason>``; a wrench in another frame than the stream's:
-        ``wrench_other_frame``, see :meth:`Gathering.add`) and logged, and the node goes on."""
+        counted in the ledger (``<kind>_<reason>``: :func:`drop_key`; the gathering counts
+        what it refuses, see :meth:`Gathering.add`) and logged, and the node goes on."""
         if self.gathering is None:
-            self.rejected[f"{kind}_before_urdf"] += 1
+            self.ledger.refuse(f"{kind}_before_urdf", "no URDF yet")
             return
         self.schedule()
         try:
@@ -205,20 +199,18 @@ class Gatherer(PipelineNode):
                 msg = wrench_from_bytes(raw, self.decoder)
             else:
                 msg = joint_state_from_bytes(raw, self.decoder)
-            self.gathering.add(msg)
         except UndecodableError as exc:
-            self._reject(kind, f"{kind}_undecodable", exc)
-        except OtherFrameError as exc:
-            self._reject(kind, OTHER_FRAME, exc)
-        except DuplicateJointError as exc:
-            self._reject(kind, f"{kind}_duplicate_joints", exc)
+            self.ledger.refuse(drop_key(kind, exc), str(exc))
+            self._log_drop(kind, exc)
+            return
+        try:
+            self.gathering.add(msg)
         except InertialIdError as exc:
-            self._reject(kind, f"{kind}_invalid", exc)
+            self._log_drop(kind, exc)
         if kind == "wrench" and self.gathering.wrench_frame:
             self.diagnostics.hardware_id = self.gathering.wrench_frame
 
-    def _reject(self, kind: str, key: str, exc: Exception) -> None:
-        self.rejected[key] += 1
+    def _log_drop(self, kind: str, exc: Exception) -> None:
         self.get_logger().warning(f"{kind} dropped: {exc}", throttle_duration_sec=2.0)
 
     def publish_ready(self) -> None:
@@ -245,11 +237,6 @@ class Gatherer(PipelineNode):
                 choice.past_span, provisional))
         self.published += len(batch)
         self.provisional_published += len(batch) if provisional else 0
-
-
-WRENCH_SAMPLE_DROPS = ("joint_state_gap",)
-"""Counters of wrench samples whose names do not start with ``wrench_`` (a wrench dropped
-because the joint states around it have a gap)."""
 
 
 def main(args: list[str] | None = None) -> int:

@@ -33,7 +33,7 @@ from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.joint_torque.friction import FrictionModel
 from inertial_id.core.joint_torque.link_model import LinkModel
 from inertial_id.core.joint_torque.link_selection import LinkOptions, identify_links
-from inertial_id.core.joint_torque.links import METHODS, estimate_document, link_document
+from inertial_id.core.joint_torque.links import estimate_document, link_document
 from inertial_id.core.kinematics import JointMapper, load_urdf_model, movable_joint_names
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.signals import savitzky_golay
@@ -109,9 +109,6 @@ class LinksMode:
     def reconfigure(self, values: Mapping[str, Any], changed: set[str]) -> None:
         """Runtime parameter changes: method, prior weight, gains, decimation, horizon and
         solve period (from the next fit on)."""
-        if values["links_method"] not in METHODS:
-            raise InertialIdError(f"links_method must be one of {', '.join(METHODS)}, got "
-                                  f"{values['links_method']!r}")
         self.options = replace(self.options, method=values["links_method"],
                                prior_weight=float(values["links_prior_weight"]),
                                fit_gains=bool(values["links_fit_gains"]))

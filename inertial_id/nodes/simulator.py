@@ -51,7 +51,6 @@ class Simulator(Node):
         change = BodyParameters.from_mass_com_inertia(
             v["payload_change_mass"], v["payload_change_com"], v["payload_change_inertia"])
         check(len(contacts) % 5 == 0, "contacts needs 5 numbers per contact")
-        check(v["driver"] in ("", "ur"), f"driver must be '' or 'ur', got {v['driver']!r}")
         kinematics = SensorKinematics(v["urdf_path"] or bundled_urdf_path(), v["sensor_frame"])
         check(len(v["home"]) == kinematics.nv, f"home needs {kinematics.nv} joint positions")
         self.wrench_rate, self.joint_rate = v["wrench_rate"], v["joint_state_rate"]

@@ -114,9 +114,6 @@ class Solver(PipelineNode):
         if values["mode"] in MODES:
             self.joint_mode = MODES[values["mode"]](self, values)
             return
-        if values["mode"] != "payload":
-            raise InertialIdError(f"mode must be payload, {' or '.join(MODES)}, got "
-                                  f"{values['mode']!r}")
         self.initial, self.initial_frame = initial_payload(values)
         self.stage = EstimationStage(online_estimator(values, self.initial),
                                      1.0 / float(values["publish_rate"]))

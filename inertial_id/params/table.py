@@ -8,15 +8,37 @@ robot. Units are SI (the ``unit`` of each :class:`~inertial_id.params.spec.Param
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
 from inertial_id.core.applying import GateSettings
 from inertial_id.core.estimation.online import OnlineConfig
-from inertial_id.core.estimation.payload import NOISE_STD_RANGE, PayloadConfig
+from inertial_id.core.estimation.payload import METHODS, NOISE_STD_RANGE, PayloadConfig
 from inertial_id.core.gathering.gatherer import GathererSettings
 from inertial_id.core.handoff import TARGETS
+from inertial_id.core.joint_torque.link_selection import LinkOptions
+from inertial_id.core.joint_torque.links import METHODS as LINK_METHODS
+from inertial_id.core.joint_torque.torque_payload.stream import TorquePayloadStream
 from inertial_id.core.kinematics import DEFAULT_GRAVITY
-from inertial_id.params.spec import Param, default_text
+from inertial_id.core.regressor import WRENCH_SIGNS
+from inertial_id.params.spec import Param, default_text, scope_text
 
-_P, _O, _G = PayloadConfig(), OnlineConfig(), GathererSettings()
+_P, _O, _G, _L = PayloadConfig(), OnlineConfig(), GathererSettings(), LinkOptions()
+
+
+def defaults(function: Callable[..., Any]) -> dict[str, Any]:
+    """The default values of the keyword arguments of a core function or class (a
+    dataclass's fields), where a core default exists without an instance to read it from."""
+    return {name: p.default for name, p in inspect.signature(function).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+def scoped(params: tuple[Param, ...], **scope: Any) -> tuple[Param, ...]:
+    """``params`` with the same ``scope`` (:class:`Param`'s ``modes``, ``offline``): the
+    parameters of the solver's joint-torque modes, of a node no offline tool runs."""
+    return tuple(replace(p, **scope) for p in params)
 
 URDF_PARAMS = (
     Param("urdf_path", "", "URDF file; empty: use robot_description"),
@@ -27,7 +49,7 @@ MODEL_PARAMS = (
     Param("sensor_frame", "ft_sensor", "URDF frame of the F/T sensor's measurement origin "
           "(one value for the pipeline: give it once, in the parameter file's /** section)"),
     Param("gravity", list(DEFAULT_GRAVITY), "gravity in the URDF base frame (one value for "
-          "the pipeline, in the /** section)", "double", unit="m/s^2"),
+          "the pipeline, in the /** section)", "double", unit="m/s^2", length=3),
     Param("locked_joint_names", [], "URDF joints held still and left out of the model (one "
           "value for the pipeline, in the /** section)", "string"),
     Param("locked_joint_positions", [], "their positions (one value for the pipeline, in the "
@@ -52,10 +74,10 @@ GATHERER_PARAMS = URDF_PARAMS + MODEL_PARAMS + (
           "clear evidence, correct every wrench stamp by it"),
     Param("wrench_delay", _G.wrench_delay, "s subtracted from every wrench stamp (the wrench "
           "stamps' known delay; the estimate adds to it)", low=-0.5, high=0.5, unit="s"),
-    Param("polyorder", 3, "Savitzky-Golay polynomial order (>= 2)", low=2, unit="1"),
-    Param("use_measured_velocity", False,
+    Param("polyorder", _G.polyorder, "Savitzky-Golay polynomial order (>= 2)", low=2, unit="1"),
+    Param("use_measured_velocity", _G.use_measured_velocity,
           "differentiate JointState.velocity instead of the positions"),
-    Param("max_span", 0.5, "s: filter windows spanning more (a gap) are dropped", low=0,
+    Param("max_span", _G.max_span, "s: filter windows spanning more (a gap) are dropped", low=0,
           open_low=True, unit="s"),
     Param("matched_filter", _G.matched, "filter the sensor frame's kinematics (computed at "
           "every joint sample) with the wrench's kernel: no filter bias; uses sensor_frame, "
@@ -63,48 +85,54 @@ GATHERER_PARAMS = URDF_PARAMS + MODEL_PARAMS + (
     Param("errors_in_variables", _G.errors_in_variables, "matched_filter: estimate the "
           "joints' position noise and send the covariance it leaves in the sensor frame's "
           "acceleration, so the solver removes the bias it gives least squares"),
-    Param("queue_depth", 500, "subscription queue depth (messages)", low=1, unit="messages"),
+    Param("queue_depth", 500, "subscription queue depth (messages)", low=1, unit="messages",
+          offline=False),
     Param("publish_rate", 200.0, "at most this many batches per second (Hz); a batch leaves "
           "0.5 ms after new data arrived", low=0, open_low=True, high=10000, unit="Hz",
-          live=True),
+          live=True, offline=False),
 )
 
 KINEMATICS_PARAMS = URDF_PARAMS + MODEL_PARAMS
 
+TORQUE_MODES = ("links", "payload_from_torques")
+"""The solver's joint-torque modes (no F/T sensor)."""
+
 SOLVER_MODE = Param(
     "mode", "payload", "payload: the F/T payload from sensor_samples; links: the robot's "
     "link parameters and friction from joint_states (JointState.effort); "
-    "payload_from_torques: the payload from joint_states' efforts (no F/T sensor)")
+    "payload_from_torques: the payload from joint_states' efforts (no F/T sensor)",
+    choices=("payload", *TORQUE_MODES))
 
-JOINT_TORQUE_PARAMS = (
+JOINT_TORQUE_PARAMS = scoped((
     Param("payload_frame", "", "payload_from_torques: URDF frame on the last link the payload "
           "is given in (flange, tool frame); empty: the last link's frame"),
     Param("links_file", "", "payload_from_torques: the link model identify-links wrote "
           "(friction, offsets, gains); empty: the URDF's inertials, no friction"),
     Param("links_joints", [], "links mode: joints identified (empty: every movable URDF "
           "joint); the others are locked at 0", "string"),
-    Param("links_method", "sdp", "links mode: sdp or qp (consistent), wls or pls", live=True),
+    Param("links_method", _L.method, "links mode: sdp or qp (consistent), wls or pls",
+          live=True, choices=LINK_METHODS),
     Param("links_prior_weight", 1e-2, "links mode: weight of the URDF (CAD) prior", low=0,
           unit="1", live=True),
-    Param("links_fit_gains", False, "links mode: fit a drive gain per joint (efforts not in N m)",
-          live=True),
-    Param("links_window", 31, "links and payload_from_torques: Savitzky-Golay window, in kept "
-          "joint states (odd)",
-          low=3, unit="samples"),
+    Param("links_fit_gains", _L.fit_gains, "links mode: fit a drive gain per joint (efforts "
+          "not in N m)", live=True),
+    Param("links_window", defaults(TorquePayloadStream)["window"], "links and "
+          "payload_from_torques: Savitzky-Golay window, in kept joint states (odd)", low=3,
+          unit="samples"),
     Param("links_decimation", 5, "links and payload_from_torques: keep every N-th joint state",
-          low=1,
-          unit="samples", live=True),
+          low=1, unit="samples", live=True),
     Param("links_horizon", 120.0, "links mode: s of joint states the fit uses (the latest)",
           low=0, open_low=True, unit="s", live=True),
     Param("links_solve_period", 10.0, "links mode: s between fits", low=0, open_low=True,
           unit="s", live=True),
-)
+), modes=TORQUE_MODES)
 """The parameters of the solver's joint-torque modes (``mode`` links or payload_from_torques):
 the F/T solver (``mode`` payload) does not declare them (:func:`solver_params`) and ignores a
 value given for one, with a log line naming it."""
 
 SOLVER_PARAMS = URDF_PARAMS + (SOLVER_MODE,) + JOINT_TORQUE_PARAMS + (
-    Param("wrench_sign", _P.wrench_sign, "payload_on_sensor (F/T sensors) or sensor_on_payload"),
+    Param("wrench_sign", _P.wrench_sign, "payload_on_sensor (F/T sensors) or sensor_on_payload",
+          choices=tuple(WRENCH_SIGNS)),
     Param("force_noise_std", _P.force_noise_std, "F/T force noise std, N (weights force rows; "
           "a change applies to new samples)", low=NOISE_STD_RANGE[0], high=NOISE_STD_RANGE[1],
           unit="N", live=True),
@@ -115,7 +143,8 @@ SOLVER_PARAMS = URDF_PARAMS + (SOLVER_MODE,) + JOINT_TORQUE_PARAMS + (
           low=0, high=1, open_low=True, unit="1", live=True),
     Param("window_samples", _P.window_samples, "> 0: estimate from the last N samples only",
           low=0, unit="samples"),
-    Param("method", _P.method, "lmi_sdp or manifold (consistent), least_squares or pls"),
+    Param("method", _P.method, "lmi_sdp or manifold (consistent), least_squares or pls",
+          choices=METHODS),
     Param("epsilon", _P.epsilon, "margin of J(pi) >= epsilon I, kg m^2", low=0, unit="kg m^2",
           live=True),
     Param("solve_timeout", 0.2, "s: a slower cvxpy solve fails and the last estimate stays "
@@ -160,10 +189,10 @@ SOLVER_PARAMS = URDF_PARAMS + (SOLVER_MODE,) + JOINT_TORQUE_PARAMS + (
           "each batch of samples, up to this rate (and 1 Hz without data)", low=0,
           open_low=True, high=1000, unit="Hz", live=True),
     Param("contact_decimation", 10, "publish ~/contact every N samples (and at every change)",
-          low=1, unit="samples", live=True),
+          low=1, unit="samples", live=True, offline=False),
     Param("calibration_file", "", "where ~/save writes the estimate (YAML, replay --output "
           "layout) and a URDF <inertial> beside it; empty: $ROS_HOME/inertial_id/<node>.yaml",
-          live=True),
+          live=True, offline=False),
     Param("output_frame", "", "URDF frame rigidly attached to the sensor (tool0, a tool "
           "centre point) that ~/parameters, ~/inertia, ~/markers and ~/save give the payload "
           "in (pi, CoM, inertia about the CoM, std, offset); empty: the sensor frame; needs "
@@ -179,9 +208,12 @@ SOLVER_PARAMS = URDF_PARAMS + (SOLVER_MODE,) + JOINT_TORQUE_PARAMS + (
 
 _A = GateSettings()
 
-APPLIER_PARAMS = URDF_PARAMS + (
+WRENCH_AFTER_APPLY = ("target", "compensated", "uncompensated")
+"""The values of the applier's ``wrench_after_apply``."""
+
+APPLIER_PARAMS = scoped(URDF_PARAMS + (
     Param("target", "", "where the payload goes: " + ", ".join(TARGETS) + " (inertial-id "
-          "export's names)"),
+          "export's names; required)", choices=tuple(TARGETS)),
     Param("destination", "", "the driver's service, or the controller node whose parameters "
           "are set; empty: the target's usual one"),
     Param("parameter_prefix", "", "dotted namespace of the parameters in the controller node "
@@ -208,11 +240,9 @@ APPLIER_PARAMS = URDF_PARAMS + (
           "applied: compensated (for the applied payload, as a UR driver publishes it: the "
           "applier then tells the solver, on ~/compensation, what to add back), "
           "uncompensated, or target (compensated for ur and ur7, uncompensated for the "
-          "others)"),
-)
-
-WRENCH_AFTER_APPLY = ("target", "compensated", "uncompensated")
-"""The values of the applier's ``wrench_after_apply``."""
+          "others)", choices=WRENCH_AFTER_APPLY),
+), offline=False)
+"""The applier's parameters: the running node's only (no offline tool applies)."""
 
 
 def _simulator_params() -> tuple[Param, ...]:
@@ -221,23 +251,29 @@ def _simulator_params() -> tuple[Param, ...]:
         BUNDLED_HOME,
         BUNDLED_SENSOR_FRAME,
         DEFAULT_OFFSET,
+        FourierTrajectory,
+        PayloadSimulation,
         default_payload,
     )
 
-    payload = default_payload()
-    return (
+    payload, sim, motion = default_payload(), defaults(PayloadSimulation), defaults(
+        FourierTrajectory.random)
+    return scoped((
         Param("urdf_path", "", "URDF file; empty: the bundled arm6_ft arm"),
         Param("sensor_frame", BUNDLED_SENSOR_FRAME, "F/T sensor frame"),
         Param("home", list(BUNDLED_HOME), "trajectory centre", "double", unit="rad"),
         Param("payload_mass", payload.mass, "payload mass", low=0, open_low=True, unit="kg"),
         Param("payload_com", payload.com.tolist(), "payload CoM, sensor frame", "double",
-              unit="m"),
+              unit="m", length=3),
         Param("payload_inertia", vector_from_symmetric(payload.inertia_com).tolist(),
-              "[ixx, ixy, ixz, iyy, iyz, izz] about the CoM", "double", unit="kg m^2"),
-        Param("wrench_offset", list(DEFAULT_OFFSET), "F/T bias", "double", unit="N, N m"),
+              "[ixx, ixy, ixz, iyy, iyz, izz] about the CoM", "double", unit="kg m^2",
+              length=6),
+        Param("wrench_offset", list(DEFAULT_OFFSET), "F/T bias", "double", unit="N, N m",
+              length=6),
         Param("contacts", [], "flat [start_s, duration_s, fx, fy, fz] per contact", "double",
               unit="s, s, N, N, N"),
-        Param("wrench_sign", "payload_on_sensor", "convention of the wrench"),
+        Param("wrench_sign", _P.wrench_sign, "convention of the wrench",
+              choices=tuple(WRENCH_SIGNS)),
         Param("wrench_rate", 1000.0, "F/T rate", low=0, open_low=True, high=1e5, unit="Hz"),
         Param("joint_state_rate", 500.0, "joint state rate", low=0, open_low=True, high=1e5,
               unit="Hz"),
@@ -245,36 +281,39 @@ def _simulator_params() -> tuple[Param, ...]:
               "never; ~/change_payload changes it on request)", unit="s"),
         Param("driver", "", "ur: serve a UR driver's /io_and_status_controller/set_payload "
               "(ur_msgs/srv/SetPayload, which must be installed) and, as that driver does, "
-              "publish the wrench compensated for the payload set; empty: no driver service"),
+              "publish the wrench compensated for the payload set; empty: no driver service",
+              choices=("", "ur")),
         Param("payload_change_mass", 0.8, "new payload mass", low=0, open_low=True, unit="kg"),
-        Param("payload_change_com", [0.0, 0.03, 0.09], "new payload CoM", "double", unit="m"),
+        Param("payload_change_com", [0.0, 0.03, 0.09], "new payload CoM", "double", unit="m",
+              length=3),
         Param("payload_change_inertia", [0.002, 0.0, 0.0, 0.002, 0.0, 0.001],
-              "new payload inertia about its CoM", "double", unit="kg m^2"),
-        Param("amplitude", 0.6, "max joint excursion", low=0, unit="rad"),
-        Param("period", 8.0, "trajectory period", low=0, open_low=True, unit="s"),
-        Param("max_velocity", 1.5, "max joint speed", low=0, open_low=True, unit="rad/s"),
+              "new payload inertia about its CoM", "double", unit="kg m^2", length=6),
+        Param("amplitude", motion["amplitude"], "max joint excursion", low=0, unit="rad"),
+        Param("period", motion["period"], "trajectory period", low=0, open_low=True, unit="s"),
+        Param("max_velocity", motion["max_velocity"], "max joint speed", low=0, open_low=True,
+              unit="rad/s"),
         Param("trajectory_seed", 1, "seed of the Fourier coefficients", low=0, high=2**32 - 1,
               unit="1"),
-        Param("force_noise_std", 0.08, "F/T force noise", low=0, unit="N"),
-        Param("torque_noise_std", 0.004, "F/T torque noise", low=0, unit="N m"),
-        Param("joint_noise_std", 1e-5, "encoder noise", low=0, unit="rad"),
-        Param("effort_noise_std", 0.05, "joint torque noise", low=0, unit="N m"),
-        Param("coulomb_friction", 0.3, "joint Coulomb friction (tanh(qd / 0.03))", low=0,
-              unit="N m"),
-        Param("viscous_friction", 0.1, "joint viscous friction", low=0, unit="N m s/rad"),
-        Param("seed", 0, "noise seed", low=0, high=2**32 - 1, unit="1"),
+        Param("force_noise_std", sim["force_noise_std"], "F/T force noise", low=0, unit="N"),
+        Param("torque_noise_std", sim["torque_noise_std"], "F/T torque noise", low=0, unit="N m"),
+        Param("joint_noise_std", sim["joint_noise_std"], "encoder noise", low=0, unit="rad"),
+        Param("effort_noise_std", sim["effort_noise_std"], "joint torque noise", low=0, unit="N m"),
+        Param("coulomb_friction", sim["coulomb_friction"], "joint Coulomb friction "
+              "(tanh(qd / 0.03))", low=0, unit="N m"),
+        Param("viscous_friction", sim["viscous_friction"], "joint viscous friction", low=0,
+              unit="N m s/rad"),
+        Param("seed", sim["seed"], "noise seed", low=0, high=2**32 - 1, unit="1"),
         Param("queue_depth", 500, "publisher queue depth", low=1, unit="messages"),
         Param("tick", 0.005, "publishing period", low=0, open_low=True, unit="s"),
-    )
+    ), offline=False)
 
 
 def solver_params(mode: str) -> tuple[Param, ...]:
-    """The parameters a solver in ``mode`` declares: :data:`SOLVER_PARAMS` (every mode's)
-    without :data:`JOINT_TORQUE_PARAMS` in the F/T mode ``payload``, all of them in the
-    joint-torque modes (which also run the payload estimator's configuration)."""
-    if mode == "payload":
-        return tuple(p for p in SOLVER_PARAMS if p not in JOINT_TORQUE_PARAMS)
-    return SOLVER_PARAMS
+    """The parameters a solver in ``mode`` declares: those of :data:`SOLVER_PARAMS` (every
+    mode's) whose :attr:`~Param.modes` include it or are every mode's: without
+    :data:`JOINT_TORQUE_PARAMS` in the F/T mode ``payload``, all of them in the joint-torque
+    modes (which also run the payload estimator's configuration)."""
+    return tuple(p for p in SOLVER_PARAMS if not p.modes or mode in p.modes)
 
 
 SIMULATOR_PARAMS = _simulator_params()
@@ -284,10 +323,16 @@ NODE_PARAMS = {"gatherer": GATHERER_PARAMS, "kinematics": KINEMATICS_PARAMS,
                "solver": SOLVER_PARAMS, "simulator": SIMULATOR_PARAMS,
                "applier": APPLIER_PARAMS}
 
+OFFLINE_NODES = tuple(node for node, params in NODE_PARAMS.items()
+                      if any(p.offline for p in params))
+"""The nodes whose parameter file sections replay reads (those with a parameter not
+node-only: the pipeline's gatherer, kinematics and solver)."""
+
 
 def reference_markdown() -> str:
     """The parameter reference page (``docs/parameters.md``) written from :data:`NODE_PARAMS`:
-    per node a table of name, default, unit, range, live or read-only, description. The docs
+    per node a table of name, default, unit, allowed values (range, choices, length), live or
+    read-only, scope (:func:`~inertial_id.params.spec.scope_text`), description. The docs
     test regenerates it and fails when the page and the table differ."""
     lines = ["# Parameters", "",
              "Every node's parameters, generated from the parameter table "
@@ -296,14 +341,17 @@ def reference_markdown() -> str:
              "**live**: `ros2 param set` applies a new value while the node runs; "
              "**read-only**: a change needs a restart. The same checks run at node start, "
              "on `ros2 param set`, on a replay parameter file and on a command-line flag. "
+             "**scope**: *node and replay* parameters mean the same in a replay parameter "
+             "file; replay ignores a value given for a *node only* one (and the sections of "
+             "the simulator and the applier); *modes*: the solver modes that declare it. "
              "`inertial_id_<node> --help` prints the same list.", ""]
     for node, params in NODE_PARAMS.items():
         lines += [f"## {node}", "",
-                  "| name | default | unit | range | changes | description |",
-                  "| --- | --- | --- | --- | --- | --- |"]
+                  "| name | default | unit | allowed | changes | scope | description |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
         for p in params:
-            cells = (f"`{p.name}`", f"`{default_text(p.default)}`", p.unit, p.range_text,
-                     "live" if p.live else "read-only", p.description)
+            cells = (f"`{p.name}`", f"`{default_text(p.default)}`", p.unit, p.allowed_text,
+                     "live" if p.live else "read-only", scope_text(p), p.description)
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         lines.append("")
     return "\n".join(lines)

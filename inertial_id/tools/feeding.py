@@ -42,16 +42,13 @@ class Fed:
 
 def data_ledger(fed: Fed, pipeline: PayloadPipeline) -> dict[str, Any]:
     """Where every wrench of the bag went (each wrench is one sample): dropped at the gatherer
-    (by reason), synchronised, then used by the estimate, held, or dropped by the solver (by
-    reason); ``used_share`` = used / wrenches. The counts add up to ``wrenches``."""
-    gatherer = {k: int(v) for k, v in pipeline.gathering.synchronizer.counters.items()
-                if v and (k.startswith("wrench_") or k == "joint_state_gap")}
-    gatherer.update({k: int(v) for k, v in fed.dropped.items()
-                     if k.startswith("wrench") and k not in gatherer})
+    (by reason, from its :class:`~inertial_id.core.gathering.ledger.DropLedger`), synchronised,
+    then used by the estimate, held, or dropped by the solver (by reason); ``used_share`` =
+    used / wrenches. The counts add up to ``wrenches``."""
     solver = pipeline.online.ledger()
     return {
         "wrenches": fed.wrenches,
-        "gatherer_dropped": gatherer,
+        "gatherer_dropped": pipeline.gathering.ledger.wrench_samples(),
         "gatherer_held": int(pipeline.gathering.synchronizer.wrenches_held),
         "synchronised": int(pipeline.samples),
         "used": solver["used"],

@@ -38,6 +38,8 @@ from inertial_id.params.settings import (
     online_estimator,
     shared_model,
 )
+from inertial_id.params.spec import offline_values
+from inertial_id.params.table import NODE_PARAMS, OFFLINE_NODES
 from inertial_id.tools.feeding import (
     PROCESS_PERIOD,
     SETTLED_PERIOD,
@@ -52,7 +54,8 @@ class StoppedError(InertialIdError):
 
 MAX_DROPPED_SHARE = 0.01
 """Default share of messages dropped for their stamps or values above which replay fails."""
-PIPELINE_NODES = ("gatherer", "kinematics", "solver")
+PIPELINE_NODES = OFFLINE_NODES
+"""The nodes replay runs (gatherer, kinematics, solver), whose sections it reads."""
 
 
 @dataclass(frozen=True)
@@ -115,8 +118,9 @@ class ReplayResult:
         return doc
 
 
-OTHER_NODES = ("simulator", "applier")
-"""Nodes a parameter file may configure beside the pipeline's; replay leaves their sections."""
+OTHER_NODES = tuple(node for node in NODE_PARAMS if node not in PIPELINE_NODES)
+"""Nodes a parameter file may configure beside the pipeline's (simulator, applier: their
+parameters are all node-only); replay leaves their sections."""
 
 
 def read_yaml(path: Path, what: str) -> Any:
@@ -182,26 +186,19 @@ contact monitor's residuals against an estimate at most 0.5 s old (5 ms in the n
 
 
 def build_pipeline(params: dict[str, dict[str, Any]], urdf: str) -> PayloadPipeline:
-    """The pipeline of the three nodes from their parameters (see :mod:`settings`); the robot
-    model's parameters are one value for the gatherer and the kinematics
+    """The pipeline of the three nodes from their parameters (see :mod:`settings`), without
+    the node-only ones (:func:`~inertial_id.params.spec.offline_values`: the table's scope);
+    the robot model's parameters are one value for the gatherer and the kinematics
     (:func:`~inertial_id.params.settings.shared_model`)."""
-    solver = dict(params["solver"])
     model = shared_model(params)
-    kinematics = {k: v for k, v in params["kinematics"].items()
-                  if k not in ("urdf_path", "robot_description", "use_sim_time")} | model
-    gatherer = {k: v for k, v in params["gatherer"].items()
-                if k not in ("urdf_path", "robot_description", "queue_depth", "publish_rate",
-                             "use_sim_time")} | model
+    solver, kinematics, gatherer = (offline_values(NODE_PARAMS[node], params[node])
+                                    for node in ("solver", "kinematics", "gatherer"))
     try:
-        rate = float(solver.pop("publish_rate", SOLVE_RATE_CAP))
-        solver.pop("contact_decimation", None)
-        solver.pop("use_sim_time", None)
-        settings = (gatherer_settings(gatherer), kinematics_settings(kinematics),
+        settings = (gatherer_settings(gatherer | model), kinematics_settings(kinematics | model),
                     online_estimator(solver, initial_payload(solver)[0]))
+        rate = float(solver.get("publish_rate", SOLVE_RATE_CAP))  # checked by the table
     except (TypeError, ValueError) as exc:
         raise InertialIdError(f"bad parameter value: {exc}") from exc
-    if not rate > 0.0:
-        raise InertialIdError(f"solver publish_rate must be positive, got {rate}")
     return PayloadPipeline(
         Gathering(urdf, settings[0]), settings[1].model(urdf), settings[2],
         solve_period=1.0 / min(rate, SOLVE_RATE_CAP),
@@ -228,7 +225,7 @@ def replay(options: ReplayOptions) -> ReplayResult:
         bar.close()
         total = fed.messages if fed.stopped else bag.message_count
     _check_dropped(options.bag, fed.dropped, total, options.max_dropped,
-                   pipeline.gathering.last_error)
+                   pipeline.gathering.ledger.last_error)
     estimate = pipeline.finish()
     if pipeline.samples == 0:
         if fed.stopped:
@@ -270,7 +267,7 @@ DROP_REASONS = {f"{kind}_{reason}": f"{label} {text}"
                 for reason, text in _STAMP_REASONS.items()} | {
     "joint_state_spike": "joint state farther from the one before than the joints can move "
                          "(URDF velocity limits): a spike"}
-"""What each drop reason of :data:`~inertial_id.core.gathering.gatherer.MESSAGE_DROPS` means."""
+"""What each drop reason of :data:`~inertial_id.core.gathering.ledger.MESSAGE_DROPS` means."""
 
 
 def _check_dropped(bag: Path, dropped: Mapping[str, int], total: int,

@@ -69,6 +69,7 @@ def test_every_parameter_is_described_with_unit_range_and_read_only_flag(
                 (r,) = d.integer_range
                 assert r.from_value >= param.low, param.name
         assert param.range_text in d.additional_constraints, param.name
+        assert param.allowed_text in d.additional_constraints, param.name
     node.destroy_node()
 
 
@@ -108,6 +109,16 @@ def test_the_ft_solver_declares_no_joint_torque_parameters_and_ignores_them(
         links.destroy_node()
     with pytest.raises(InertialIdError, match="solver has no parameter.s. links_methd"):
         make("solver", context, links_methd="qp")
+
+
+def test_a_wrong_choice_or_length_stops_a_node_in_one_line(context: rclpy.Context) -> None:
+    """The table's allowed values, checked at start (and by ``ros2 param set``,
+    :func:`test_links_mode_tunables`)."""
+    with pytest.raises(InertialIdError, match="^solver: method must be one of lmi_sdp, "
+                                              "manifold, least_squares, pls, got 'sdp'$"):
+        make("solver", context, method="sdp")
+    with pytest.raises(InertialIdError, match="^kinematics: gravity needs 3 values, got "):
+        make("kinematics", context, gravity=[0.0, -9.81])
 
 
 def test_an_integer_is_accepted_for_a_double(context: rclpy.Context) -> None:

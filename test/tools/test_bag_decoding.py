@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from inertial_id.core.errors import SampleError
 from inertial_id.core.gathering.filter_choice import MIN_SAMPLES
-from inertial_id.core.gathering.gatherer import STAMP_DROPS, GathererSettings, Gathering, drop_key
+from inertial_id.core.gathering.gatherer import GathererSettings, Gathering, message_kind
+from inertial_id.core.gathering.ledger import STAMP_DROPS, drop_key
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.samples import JointStateSample, SyncedSamples, WrenchSample
 from inertial_id.core.simulation import BUNDLED_SENSOR_FRAME, bundled_urdf_path
@@ -147,7 +148,7 @@ def _add_one_at_a_time(gathering: Gathering, messages: list, dropped: dict[str, 
                              if b == a + 1)
                 dropped[reason] = dropped.get(reason, 0) + 1
         except SampleError as exc:
-            key = drop_key(message, exc)
+            key = drop_key(message_kind(message), exc)
             dropped[key] = dropped.get(key, 0) + 1
 
 
@@ -179,6 +180,9 @@ def test_blocks_equal_single_messages(data: st.DataObject) -> None:
         produced += len(b)
     assert dropped_one == dropped_block
     assert one.synchronizer.counters == block.synchronizer.counters
+    ledger = one.ledger.dropped()  # both paths count into one ledger alike
+    assert ledger == block.ledger.dropped()
+    assert all(ledger[key] == count for key, count in dropped_one.items()), (ledger, dropped_one)
     # With the window set, the filter waits only for the joint states that give their rate.
     joint_states = sum(isinstance(m, JointStateSample) for m in messages)
     if defect == "none" and joint_states >= MIN_SAMPLES:

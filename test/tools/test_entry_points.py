@@ -43,6 +43,9 @@ def test_solver_help_gives_description_unit_default_and_range() -> None:
     lines = done.stdout.splitlines()
     at = lines.index("  forgetting_factor  (default 1.0, unit 1, > 0 and <= 1, live)")
     assert lines[at + 1].strip().startswith("per-sample exponential forgetting")
+    assert ('  method  (default "lmi_sdp", one of lmi_sdp, manifold, least_squares, pls, '
+            'read-only)') in lines
+    assert "  contact_decimation  (default 10, unit samples, >= 1, live, node only)" in lines
     assert "--managed" in done.stdout
 
 

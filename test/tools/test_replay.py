@@ -24,11 +24,14 @@ from inertial_id.core.errors import InertialIdError
 from inertial_id.core.simulation import Contact, bundled_urdf_path
 from inertial_id.io import bags
 from inertial_id.io.bags import BagError
+from inertial_id.params.table import NODE_PARAMS
 from inertial_id.tools.cli import main
 from inertial_id.tools.replay import (
+    PIPELINE_NODES,
     ReplayOptions,
     ReplayResult,
     build_pipeline,
+    load_params,
     replay,
     summary_lines,
     write_yaml,
@@ -219,6 +222,24 @@ def test_repository_config_replays(synthetic_bags: dict[str, Path]) -> None:
     result = replay(ReplayOptions(bag, params=CONFIG, progress=False))
     assert result.estimate is not None
     assert result.estimate.body.mass == pytest.approx(_truth(bag)["payload"]["mass"], rel=0.01)
+
+
+def test_replay_ignores_the_node_only_values_of_the_shipped_config() -> None:
+    """The table's scope, not a list in replay, says which keys of a section are the running
+    node's only (queue depths, publish rates of the gatherer, the calibration file): each of
+    them in config/inertial_id.yaml, given a value no parameter takes, leaves replay's
+    pipeline buildable; the same value for a parameter replay reads is refused."""
+    params = load_params(CONFIG)
+    node_only = {(node, p.name) for node in PIPELINE_NODES for p in NODE_PARAMS[node]
+                 if not p.offline and p.name in params[node]}
+    assert {("gatherer", "queue_depth"), ("gatherer", "publish_rate"),
+            ("solver", "contact_decimation"), ("solver", "calibration_file")} <= node_only
+    for node, name in node_only:
+        params[node][name] = [None]
+    build_pipeline(params, bundled_urdf_path())
+    params["gatherer"]["max_span"] = [None]
+    with pytest.raises(InertialIdError, match="^gatherer: max_span must be a number"):
+        build_pipeline(params, bundled_urdf_path())
 
 
 def test_unknown_parameter_is_named(synthetic_bags: dict[str, Path], tmp_path: Path) -> None:

@@ -14,14 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from inertial_id.core.gathering.gatherer import (
-    OTHER_FRAME,
-    FrameFollower,
-    GathererSettings,
-    Gathering,
-    OtherFrameError,
-    drop_key,
-)
+from inertial_id.core.gathering.gatherer import FrameFollower, GathererSettings, Gathering
+from inertial_id.core.gathering.ledger import OTHER_FRAME, OtherFrameError, drop_key
 from inertial_id.core.samples import JointStateSample, WrenchSample
 from inertial_id.core.simulation import BUNDLED_SENSOR_FRAME, bundled_urdf_path
 from inertial_id.io import bags
@@ -83,7 +77,8 @@ def test_a_stray_frame_wrench_is_dropped_and_counted_one_message_at_a_time() -> 
     stray = WrenchSample(1e-3, STRAY, WRENCH)
     with pytest.raises(OtherFrameError, match=f"'{STRAY}'") as info:
         gathering.add(stray)
-    assert drop_key(stray, info.value) == OTHER_FRAME == "wrench_other_frame"
+    assert drop_key("wrench", info.value) == OTHER_FRAME == "wrench_other_frame"
+    assert gathering.ledger.refused == {OTHER_FRAME: 1}
     assert gathering.wrench_frame == BUNDLED_SENSOR_FRAME  # one stray does not relabel
     assert gathering.wrenches_held == 1
 
@@ -109,7 +104,8 @@ def test_blocks_drop_stray_frame_wrenches_as_the_node_does(block: int) -> None:
     reference = _gathering()
     assert not reference.add_messages(clean)
     assert dropped == node_dropped == _strays(duration) > 10
-    assert STRAY in blocks.last_error[OTHER_FRAME]
+    assert STRAY in blocks.ledger.last_error[OTHER_FRAME]
+    assert blocks.ledger.wrench_samples() == node.ledger.wrench_samples()
     expected = reference.pop_ready()
     assert len(expected) > 0.9 * (duration - 0.2) * 1000 - _strays(duration)
     for gathering in (blocks, node):

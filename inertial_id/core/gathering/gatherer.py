@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from inertial_id.core.errors import DuplicateJointError, InertialIdError, SampleError
+from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.gathering.filter_choice import (
     MIN_SAMPLES,
     NO_MOTION_WINDOW_TIME,
@@ -25,6 +25,13 @@ from inertial_id.core.gathering.filter_choice import (
     choose_filter,
 )
 from inertial_id.core.gathering.filter_revisit import MotionWatch
+from inertial_id.core.gathering.ledger import (
+    MESSAGE_DROPS,
+    OTHER_FRAME,
+    DropLedger,
+    OtherFrameError,
+    drop_key,
+)
 from inertial_id.core.gathering.stamp_offset import MAX_DELAY, MIN_DELAY, StampDelay, estimate_delay
 from inertial_id.core.gathering.synchronizer import FixedLagSynchronizer
 from inertial_id.core.gathering.synchronizer.kernel import compiled_kernel
@@ -35,20 +42,10 @@ from inertial_id.core.kinematics import (
     movable_joint_names,
 )
 from inertial_id.core.samples import JointStateSample, MessageBlock, SyncedSamples, WrenchSample
-from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE
 
-STAMP_DROPS = tuple(f"{kind}_{reason}" for kind in ("joint_state", "wrench")
-                    for reason in (JUMP, OUT_OF_RANGE, "out_of_order"))
-"""The synchronizer's counters of messages dropped for their stamps (the time policy's, and
-duplicates or late ones within a stream)."""
 DELAY_ROUNDS = 3
 """Fits of the wrench stamps' delay at the most, each on the stamps the previous ones
 corrected (:meth:`Gathering._estimate_delays`)."""
-MESSAGE_DROPS = (*STAMP_DROPS, "joint_state_spike")
-"""The synchronizer's counters of messages it dropped: :data:`STAMP_DROPS` and joint states
-farther from the last than the joints can move (spikes)."""
-OTHER_FRAME = "wrench_other_frame"
-"""The counter key of a wrench dropped for its frame (:class:`FrameFollower`)."""
 PROVISIONAL_TIME = 0.1
 """s of joint states (and at least :data:`~inertial_id.core.gathering.filter_choice.MIN_SAMPLES`
 of them) after which a provisional filter releases samples while the data-chosen one waits
@@ -98,10 +95,6 @@ class GathererSettings:
                                   f"{self.polyorder}")
 
 
-class OtherFrameError(SampleError):
-    """A wrench whose header frame_id is not the wrench stream's (:class:`FrameFollower`)."""
-
-
 class FrameFollower:
     """The frame of the wrench stream: the first wrench's; a wrench in another frame is
     dropped (one batch carries one frame_id, so one stray wrench must not relabel the good
@@ -126,25 +119,24 @@ class FrameFollower:
         return False
 
 
-def drop_key(message: JointStateSample | WrenchSample, exc: SampleError) -> str:
-    """The counter key of a message rejected for its values or frame: ``<kind>_duplicate_joints``,
-    :data:`OTHER_FRAME` or ``<kind>_invalid`` with kind ``joint_state`` or ``wrench``."""
-    if isinstance(exc, OtherFrameError):
-        return OTHER_FRAME
-    kind = "joint_state" if isinstance(message, JointStateSample) else "wrench"
-    return f"{kind}_{'duplicate_joints' if isinstance(exc, DuplicateJointError) else 'invalid'}"
+def message_kind(message: JointStateSample | WrenchSample) -> str:
+    """``joint_state`` or ``wrench``: the kind a message's drops are counted under
+    (:func:`~inertial_id.core.gathering.ledger.drop_key`)."""
+    return "joint_state" if isinstance(message, JointStateSample) else "wrench"
 
 
 class Gathering:
     """Joint states and wrenches in, synchronised filtered samples out (model joint order).
 
-    ``last_error`` keeps the latest message of each drop reason of :meth:`add_messages`;
-    ``frames`` follows the wrench stream's frame (:attr:`wrench_frame`).
+    ``ledger`` counts what it drops, by reason (:class:`DropLedger`: the messages
+    :meth:`add` and :meth:`add_messages` refuse, and the synchronizer's counters), a new one
+    unless given; ``frames`` follows the wrench stream's frame (:attr:`wrench_frame`).
     """
 
     def __init__(self, urdf: str, settings: GathererSettings | None = None,
-                 kinematics: SensorKinematics | None = None) -> None:
-        self.last_error: dict[str, str] = {}
+                 kinematics: SensorKinematics | None = None,
+                 ledger: DropLedger | None = None) -> None:
+        self.ledger = DropLedger() if ledger is None else ledger
         self.frames = FrameFollower()
         self.settings = settings or GathererSettings()
         locked = set(self.settings.locked_joint_names)
@@ -175,6 +167,7 @@ class Gathering:
         """While the filter is chosen: a second synchronizer, with a fixed short window, whose
         samples an estimate can use at once (:meth:`pop_provisional`); None otherwise."""
         self.provisional_choice: FilterChoice | None = None
+        self.ledger.track(self.synchronizer.counters)
         if kinematics is not None:
             self.match(kinematics)
 
@@ -381,9 +374,7 @@ class Gathering:
             try:
                 self._add(message)
             except SampleError as exc:
-                key = drop_key(message, exc)
-                dropped[key] += 1
-                self.last_error[key] = str(exc)
+                dropped[self._refuse(message, exc)] += 1
         for key in MESSAGE_DROPS:
             if counters[key] > before[key]:
                 dropped[key] += counters[key] - before[key]
@@ -397,8 +388,7 @@ class Gathering:
         accept = self.frames.accept
         for message in messages:
             if isinstance(message, WrenchSample) and not accept(message.frame_id):
-                dropped[OTHER_FRAME] += 1
-                self.last_error[OTHER_FRAME] = self._frame_error(message.frame_id)
+                dropped[self.ledger.refuse(OTHER_FRAME, self._frame_error(message.frame_id))] += 1
                 continue
             kept.append(message)
         return messages if len(kept) == len(messages) else kept
@@ -406,13 +396,22 @@ class Gathering:
     def _frame_error(self, frame: str) -> str:
         return f"frame {frame!r} is not the wrench stream's {self.frames.frame!r}"
 
+    def _refuse(self, message: JointStateSample | WrenchSample, exc: InertialIdError) -> str:
+        """Count ``message`` refused with ``exc`` in the ledger; its key."""
+        return self.ledger.refuse(drop_key(message_kind(message), exc), str(exc))
+
     def add(self, message: JointStateSample | WrenchSample) -> bool:
         """One message (:meth:`add_joint_state` or :meth:`add_wrench`); False when its stamp
-        was dropped. A wrench in another frame than the stream's raises
-        :class:`OtherFrameError` (:data:`OTHER_FRAME`)."""
-        if isinstance(message, WrenchSample) and not self.frames.accept(message.frame_id):
-            raise OtherFrameError(self._frame_error(message.frame_id))
-        return self._add(message)
+        was dropped. A message refused for its values (:class:`InertialIdError`) or, a
+        wrench, for its frame (:class:`OtherFrameError`, :data:`OTHER_FRAME`) is counted in
+        the ledger, then the error is raised."""
+        try:
+            if isinstance(message, WrenchSample) and not self.frames.accept(message.frame_id):
+                raise OtherFrameError(self._frame_error(message.frame_id))
+            return self._add(message)
+        except InertialIdError as exc:
+            self._refuse(message, exc)
+            raise
 
     def _add(self, message: JointStateSample | WrenchSample) -> bool:
         """:meth:`add` without the frame check."""

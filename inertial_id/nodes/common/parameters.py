@@ -41,15 +41,15 @@ def parameter_type(param: Param) -> Parameter.Type:
 
 def descriptor(param: Param) -> ParameterDescriptor:
     """The descriptor a node declares ``param`` with: description and unit, the range (rqt's
-    sliders; a one-sided range ends at the type's largest value), read-only unless the node
-    applies a change while running (:attr:`Param.live`)."""
+    sliders; a one-sided range ends at the type's largest value), the allowed values in words
+    (``additional_constraints``: finite numbers, the range, the choices, the length:
+    :attr:`Param.allowed_text`), read-only unless the node applies a change while running
+    (:attr:`Param.live`)."""
     unit = f" [{param.unit}]" if param.unit else ""
-    constraints = param.range_text
-    if param.numeric and constraints:
-        constraints = "finite, " + constraints
+    allowed = param.allowed_text
     out = ParameterDescriptor(
         description=param.description + unit, read_only=not param.live,
-        additional_constraints=constraints if param.numeric else "",
+        additional_constraints=f"finite, {allowed}" if param.range_text else allowed,
     )
     kind = parameter_type(param)
     if param.low is None and param.high is None:

@@ -25,12 +25,12 @@ weights on the positions, ``sigma_q`` estimated from the data by
 :class:`~inertial_id.core.signals.PositionNoise`): the solver removes the bias that noise in
 the regressor gives least squares (errors in variables).
 
-Contents, one module per concept: :mod:`~inertial_id.core.gathering.synchronizer.samples` (what goes
-in and comes out: :class:`SyncedSamples`, the plausibility bound), :mod:`~inertial_id.core.
-synchronizer.spikes` (joint-state spikes), :mod:`~inertial_id.core.gathering.synchronizer.filters`
-(the
-plain and matched filters of a batch), :mod:`~inertial_id.core.gathering.synchronizer.fixed_lag`
-(:class:`FixedLagSynchronizer`: the buffers); the public names are importable from this
+Contents, one module per concept: :mod:`~inertial_id.core.gathering.synchronizer.spikes`
+(joint-state spikes), :mod:`~inertial_id.core.gathering.synchronizer.filters` (the plain and
+matched filters of a batch), :mod:`~inertial_id.core.gathering.synchronizer.fixed_lag`
+(:class:`FixedLagSynchronizer`: the buffers); what goes in and comes out
+(:class:`~inertial_id.core.samples.SyncedSamples`, the plausibility bound) is in
+:mod:`inertial_id.core.samples`, below every user; the public names are importable from this
 package.
 """
 
