@@ -36,7 +36,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from inertial_id.core.joint_torque.current_arm import MotorCurrentArm, trajectory
+from inertial_id.core.joint_torque.current_arm import (
+    MotorCurrentArm,
+    Push,
+    random_pushes,
+    trajectory,
+)
 from inertial_id.core.joint_torque.friction import FrictionModel
 from inertial_id.core.joint_torque.link_model import LinkModel, structural_base_parameters
 from inertial_id.core.joint_torque.link_selection import LinkOptions
@@ -63,7 +68,8 @@ JOINT_STATE_TOPIC = "/joint_states"
 class Series:
     """One robot's recordings (module docstring). ``drift``: fraction of the first Coulomb
     level per month; ``warmup``: extra friction share at a recording's start; ``load``:
-    extra Coulomb share per kg."""
+    extra Coulomb share per kg; ``push_force``: people pushing the flange in every recording
+    (:func:`pushes_of`, N; 0: none)."""
 
     recordings: int = 12
     spacing_days: float = 30.0
@@ -76,6 +82,7 @@ class Series:
     phases: int = 3
     tools: tuple[float, float] = (2.5, 0.5)
     seed: int = 0
+    push_force: float = 0.0
 
 
 def schedule(series: Series) -> list[dict[str, Any]]:
@@ -99,6 +106,15 @@ def tool(mass: float) -> BodyParameters:
                                                 np.diag([2e-3, 2e-3, 1e-3]) * mass)
 
 
+def pushes_of(series: Series, entry: dict[str, Any]) -> tuple[Push, ...]:
+    """The recording's pushes: ``random_pushes`` over a tenth of it, ``push_force / 2`` to
+    ``push_force`` N (none when ``push_force`` is 0)."""
+    if series.push_force <= 0:
+        return ()
+    return random_pushes(entry["phases"] * PHASE, entry["seed"], share=0.1,
+                         force=series.push_force)
+
+
 def record(arm: MotorCurrentArm, series: Series, entry: dict[str, Any]
            ) -> dict[str, NDArray[np.float64]]:
     """One recording (``MotorCurrentArm.record`` plus the warm-up's extra friction)."""
@@ -106,7 +122,8 @@ def record(arm: MotorCurrentArm, series: Series, entry: dict[str, Any]
     coulomb[series.drift_joint] *= 1 + series.drift * entry["months"]
     worn = replace(arm, coulomb=coulomb)
     program = trajectory(arm.home, seed=5)
-    rec = worn.record(program, entry["phases"] * PHASE, tool(entry["mass"]), seed=entry["seed"])
+    rec = worn.record(program, entry["phases"] * PHASE, tool(entry["mass"]),
+                      pushes_of(series, entry), seed=entry["seed"])
     _, qd, _ = program(rec["t"])
     cold = series.warmup * np.exp(-rec["t"] / series.warmup_time)
     rec["effort"] = rec["effort"] + worn.gain_error * cold[:, None] * worn.friction(

@@ -111,6 +111,25 @@ def repeat(args: argparse.Namespace, identifier: td.Identifier, joint: str,
     return counts
 
 
+def contact_score(rows: list[dict], series: td.Series) -> dict:
+    """Pushes found and false alarms of the batch rows' contact intervals (s since each
+    bag's start) against each recording's pushes (found: an interval overlapping the push or
+    starting within 0.3 s after it; false: an interval 0.5 s or more from every push), and
+    the false alarms that start in a recording's first 10 s (its cold start)."""
+    found = total = false = cold = 0
+    for k, entry in enumerate(td.schedule(series)):
+        pushes = [(p.start, p.start + p.duration) for p in td.pushes_of(series, entry)]
+        mine = [iv for r in rows if Path(r["bag"]).name == f"rec{k:02d}"
+                for iv in (r["contact_intervals"] or [])]
+        total += len(pushes)
+        found += sum(any(a < e + 0.3 and b > s for a, b in mine) for s, e in pushes)
+        alarms = [a for a, b in mine if not any(a < e + 0.5 and b > s - 0.5 for s, e in pushes)]
+        false += len(alarms)
+        cold += sum(a < td.PHASE for a in alarms)
+    return {"pushes": total, "found": found, "false_alarms": false,
+            "false_alarms_in_first_10_s": cold}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -122,6 +141,13 @@ def main() -> int:
     parser.add_argument("--source", choices=("batch", "memory"), default="batch",
                         help="the friction rows from inertial-id batch --mode joint-torque "
                              "(default) or identified in this process")
+    parser.add_argument("--warmup", type=float, default=td.Series.warmup,
+                        help="extra friction share at each recording's start (default 0.3)")
+    parser.add_argument("--warmup-time", type=float, default=td.Series.warmup_time,
+                        help="s: the warm-up's time constant (default 8)")
+    parser.add_argument("--push-force", type=float, default=0.0,
+                        help="N: pushes at the flange in every recording, a tenth of it "
+                        "(default 0: none)")
     parser.add_argument("--workers", type=int, default=2, help="batch: local Dask workers")
     parser.add_argument("--seeds", type=int, default=0,
                         help="also repeat both series (in memory) with this many other seeds "
@@ -132,8 +158,10 @@ def main() -> int:
     begin = time.perf_counter()
     identifier = td.Identifier(args.method)
     joint = identifier.model.joint_names[td.Series().drift_joint]
-    robots = {"drifting": td.Series(recordings=args.recordings, drift=args.drift),
-              "warm-up": td.Series(recordings=args.recordings)}
+    common = {"recordings": args.recordings, "warmup": args.warmup,
+              "warmup_time": args.warmup_time, "push_force": args.push_force}
+    robots = {"drifting": td.Series(drift=args.drift, **common),
+              "warm-up": td.Series(**common)}
     out: dict = {"recordings": args.recordings, "drift_joint": joint,
                  "drift_share_per_month": args.drift, "method": args.method,
                  "source": args.source, "robots": {}}
@@ -157,6 +185,10 @@ def main() -> int:
                                  max(r["mass"] for r in rows[robot])] for robot in robots}
         out["contacts"] = {robot: sum(r["contacts"] or 0 for r in rows[robot])
                            for robot in robots}
+        if args.source == "batch":
+            out["contact_score"] = {robot: contact_score(rows[robot], series)
+                                    for robot, series in robots.items()}
+            print(f"contacts against the simulated pushes: {out['contact_score']}")
         print(f"{sum(map(len, rows.values()))} rows from {2 * args.recordings} bags "
               f"({time.perf_counter() - begin:.1f} s, {args.source}); masses (kg) "
               f"{out['masses']}, contacts {out['contacts']}; inertial-id trends {table}:")
@@ -180,6 +212,9 @@ def main() -> int:
             value["whole"] = summary(drift_tests(friction_points(whole[robot], options),
                                                  options, stratify=False),
                                      "one fit per recording")
+            rate = report["robots"][robot]["contacts"]
+            value["contact_rate"] = {"contacts": rate["contacts"], "hours": rate["hours"],
+                                     "trend": rate["test"]}
             out["robots"][robot] = value
     if args.seeds:
         out["seeds"] = repeat(args, identifier, joint, options)

@@ -7,6 +7,7 @@ prismatic joints; efforts in the recording's units).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,10 +117,20 @@ class JointData:
 
     def rows(self, start: int, stop: int) -> tuple[NDArray[np.float64], ...]:
         """``q, qd, qdd, effort`` of rows ``[start, stop)`` that are valid."""
-        keep = np.zeros(self.t.size, bool)
-        keep[start:stop] = True
-        keep &= self.valid
+        return self.rows_in([(start, stop)])
+
+    def rows_in(self, ranges: Sequence[tuple[int, int]]) -> tuple[NDArray[np.float64], ...]:
+        """``q, qd, qdd, effort`` of the valid rows inside any of ``ranges`` (``[start,
+        stop)`` each), in time order (the ranges' rows concatenated)."""
+        keep = self.mask(ranges) & self.valid
         return self.q[keep], self.qd[keep], self.qdd[keep], self.effort[keep]
+
+    def mask(self, ranges: Sequence[tuple[int, int]]) -> NDArray[np.bool_]:
+        """Rows (valid or not) inside any of ``ranges`` (``[start, stop)`` each)."""
+        keep = np.zeros(self.t.size, bool)
+        for start, stop in ranges:
+            keep[start:stop] = True
+        return keep
 
 
 WINDOW_SECONDS = 0.24

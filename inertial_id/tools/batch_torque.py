@@ -22,8 +22,8 @@ with
   ``mass`` (kg), ``com`` (m), ``inertia_com`` (kg m^2), ``pi``, ``std``, ... about
   ``payload_frame`` (default the last link's frame, so the change of the last link).
   ``trends`` groups rows by this mass (tools).
-- **contacts**: check-links' test (:func:`~inertial_id.core.estimation.anomaly.contact_intervals`)
-on the
+- **contacts**: check-links' test (:func:`~inertial_id.core.joint_torque.warmup.
+  warm_contact_intervals`: the bag's warm-up friction recognised and taken out) on the
   residual of the link model with each phase's payload, over the whole bag; a contact belongs
   to the phase it starts in (``contact_intervals``: s since the bag's first joint state).
 
@@ -117,7 +117,8 @@ def setup(settings: TorqueSettings) -> _Setup:
                           locked=dict(doc.get("locked") or {}))
         friction = FrictionModel.from_settings(doc["friction_model"])
         scale = doc.get("effort_scale") or {}
-        gains = {n: 1.0 / float(s) for n, s in scale.items() if float(s) != 1.0}
+        # Every gain held (the model's), so no phase fits its own effort scales.
+        gains = {n: 1.0 / float(scale.get(n, 1.0)) for n in doc["joints"]}
     except (OSError, KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         raise ModelError(f"{settings.links}: not a usable link model ({exc})") from exc
     weight = doc.get("prior_weight")
@@ -150,7 +151,7 @@ def phase_rows(bag: str, settings: TorqueSettings, ready: _Setup) -> list[dict[s
     end = float(since[-1])
     count = max(1, math.ceil(end / settings.phase))
     found: list[dict[str, Any]] = []
-    residuals: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
+    residuals: list[tuple[NDArray[np.float64], ...]] = []
     for k in range(count):
         a, b = k * settings.phase, (k + 1) * settings.phase
         fitted = friction_by_phase(model, data.t, rows, [(a, b)], options, base, data.valid)
@@ -159,10 +160,11 @@ def phase_rows(bag: str, settings: TorqueSettings, ready: _Setup) -> list[dict[s
         mine = data.valid & (since >= a) & (since < b)
         row = {**fitted[0], "end_s": min(b, end), "samples_used": int(np.count_nonzero(mine))}
         if ready.links is not None:
-            estimate, residual = _payload(ready.links, settings.payload_frame, period,
-                                          tuple(r[mine] for r in rows), row["friction"])
+            estimate, residual, friction = _payload(
+                ready.links, settings.payload_frame, period, tuple(r[mine] for r in rows),
+                row["friction"])
             row.update(estimate)
-            residuals.append((since[mine], residual))
+            residuals.append((since[mine], residual, friction))
         found.append(row)
     if not found:
         raise SampleError(f"{bag}: no phase of {settings.phase:g} s with enough joint "
@@ -174,13 +176,13 @@ def phase_rows(bag: str, settings: TorqueSettings, ready: _Setup) -> list[dict[s
 
 def _payload(links: LinkTorqueModel, frame: str | None, period: float,
              rows: tuple[NDArray[np.float64], ...], friction: list[float]
-             ) -> tuple[dict[str, Any], NDArray[np.float64]]:
-    """identify-payload's estimate on one phase's rows (q, qd, qdd, effort) and the residual
-    of the link model with it (effort units). The link model's rigid bodies and offsets with
-    the phase's own Coulomb and viscous ``friction`` coefficients (its link identification's,
-    same terms): friction that changed since the model was identified (warm-up, wear) stays
-    out of the payload. The phase's offsets are not used: with the payload in the links they
-    take up part of its gravity torque."""
+             ) -> tuple[dict[str, Any], NDArray[np.float64], NDArray[np.float64]]:
+    """identify-payload's estimate on one phase's rows (q, qd, qdd, effort), the residual
+    of the link model with it and the model's friction efforts (effort units). The link
+    model's rigid bodies and offsets with the phase's own Coulomb and viscous ``friction``
+    coefficients (its link identification's, same terms): friction that changed since the
+    model was identified (warm-up, wear) stays out of the payload. The phase's offsets are
+    not used: with the payload in the links they take up part of its gravity torque."""
     from inertial_id.core.joint_torque.torque_payload import TorquePayloadIdentifier
     from inertial_id.io.calibration import estimate_document
 
@@ -188,23 +190,25 @@ def _payload(links: LinkTorqueModel, frame: str | None, period: float,
         friction_only = np.tile([t != "offset" for t in links.friction.terms], links.model.n)
         coefficients = np.where(friction_only, friction, links.coefficients)
         links = replace(links, coefficients=coefficients)
-    identifier = TorquePayloadIdentifier(links.at_sample_period(period), frame)
+    links = links.at_sample_period(period)
+    identifier = TorquePayloadIdentifier(links, frame)
     identifier.add(*rows)
     estimate = identifier.solve()
     doc = estimate_document(estimate, identifier.frame)
     keep = ("frame", "mass", "com", "inertia_com", "pi", "std", "com_std", "inertia_com_std",
             "physically_consistent")
-    return {k: doc[k] for k in keep}, identifier.residual(*rows, estimate.pi)
+    return ({k: doc[k] for k in keep}, identifier.residual(*rows, estimate.pi),
+            links.dissipative_efforts(rows[1], rows[2]))
 
 
-def _contacts(residuals: list[tuple[NDArray[np.float64], NDArray[np.float64]]],
+def _contacts(residuals: list[tuple[NDArray[np.float64], ...]],
               confidence: float) -> list[list[float]]:
-    """check-links' contact intervals (s since the bag's start) on the phases' residuals."""
-    from inertial_id.core.estimation.anomaly import contact_intervals
+    """check-links' contact intervals (s since the bag's start) on the phases' residuals,
+    the bag's warm-up friction taken out (:mod:`inertial_id.core.joint_torque.warmup`)."""
+    from inertial_id.core.joint_torque.warmup import warm_contact_intervals
 
-    t = np.concatenate([r[0] for r in residuals])
-    found = contact_intervals(t, np.concatenate([r[1] for r in residuals]), confidence)
-    return [[float(a) + float(t[0]), float(b) + float(t[0])] for a, b in found]
+    since, residual, friction = (np.concatenate(parts) for parts in zip(*residuals, strict=True))
+    return warm_contact_intervals(since, residual, friction, confidence)[0]
 
 
 def _row(k: int, count: int, first: float, columns: dict[str, Any],

@@ -106,9 +106,10 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
                    "--fit-gains)")
     p.add_argument("--velocity", type=Path, metavar="CSV",
                    help="use these velocities instead of differentiating the positions")
-    p.add_argument("--train-rows", type=int, nargs=2, metavar=("A", "B"),
-                   help="identify on rows [A, B) only (zero-based); other rows are reported "
-                   "as validation")
+    p.add_argument("--train-rows", type=int, nargs=2, metavar=("A", "B"), action="append",
+                   help="identify on rows [A, B) only (zero-based; repeat for several "
+                   "ranges, e.g. around a held-out block); other rows are reported as "
+                   "validation")
     p.add_argument("--locked", type=name_value_pair, nargs="*", default=[], metavar="NAME=VALUE",
                    help="lock these joints at these positions (every joint absent from the "
                    "CSV is locked, at 0 by default)")
@@ -140,8 +141,10 @@ def add_identify_links_parser(subparsers: argparse._SubParsersAction) -> argpars
                    "from the data unless --velocity-threshold is given)")
     p.add_argument("--direction-memory", choices=("auto", "on", "off"), default="auto",
                    help="Coulomb friction keeps the direction of the last motion through "
-                   "rest (presliding state; |qd| <= v0 leaves it alone): auto (default) "
-                   "chooses from the data, on, off (the dead band or tanh alone)")
+                   "rest (presliding state; |qd| <= v0 leaves it alone), or only once a "
+                   "joint has stood still 0.5 s (memory at rest): auto (default) chooses "
+                   "from the data, keeping a memory when no record rests; on (presliding); "
+                   "off (the dead band or tanh alone)")
     p.add_argument("--presliding", type=float, metavar="X0",
                    help="presliding displacement of the direction memory, rad or m (default: "
                    f"with auto the best of {', '.join(f'{x:g}' for x in PRESLIDING)}, with on "
@@ -233,9 +236,7 @@ def run_identify_links(args: argparse.Namespace) -> int:
     data = joint_data(model, position, effort, velocity, args.window, args.order)
     window = data.window  # the held-out recordings are filtered alike; the guard rows
     n = data.t.size
-    start, stop = args.train_rows or (0, n)
-    if not 0 <= start < stop <= n:
-        raise SampleError(f"--train-rows must satisfy 0 <= A < B <= {n}")
+    ranges = _train_ranges(args.train_rows, n)
     period = float(np.median(np.diff(data.t)))
     threshold = args.velocity_threshold
     friction = FrictionModel(args.friction, not args.no_viscous, not args.no_offset,
@@ -252,15 +253,15 @@ def run_identify_links(args: argparse.Namespace) -> int:
                           refine_friction=_shape_chosen(args, friction),
                           held_out=_held_out_rows(model, args, window),
                           presliding_given=args.presliding is not None,
-                          gain_std=args.gain_std)
-    problem, cad, estimate = identify_links(model, data.rows(start, stop), options, base)
+                          gain_std=args.gain_std, units_from_data=True)
+    problem, cad, estimate = identify_links(model, data.rows_in(ranges), options, base)
     friction = problem.friction_model
     urdf_path = Path(args.urdf)
     doc = {"method": args.method,
            "urdf": str(urdf_path.resolve()) if urdf_path.is_file() else str(args.urdf),
            "joints": model.joint_names,
            "locked": {k: float(v) for k, v in model.locked.items()},
-           "train_rows": [int(start), int(stop)], "samples": problem.samples,
+           "train_rows": [[int(a), int(b)] for a, b in ranges], "samples": problem.samples,
            "friction_model": friction.settings(),
            "prior_weight": estimate.info.get("prior_weight"),
            "gain_std": estimate.info.get("gain_std"),
@@ -274,8 +275,7 @@ def run_identify_links(args: argparse.Namespace) -> int:
         doc["links"] = link_document(model, estimate.standard)
         doc["all_links_consistent"] = all(v["physically_consistent"]
                                           for v in doc["links"].values())
-    others = np.ones(n, bool)
-    others[start:stop] = False
+    others = ~data.mask(ranges)
     if np.any(others & data.valid):
         # The whole record, then its rows outside training: a friction state with memory
         # enters them with the history of the rows before.
@@ -294,6 +294,20 @@ def run_identify_links(args: argparse.Namespace) -> int:
         args.output_urdf.write_text(identified_urdf(model, estimate.standard))
         print(f"wrote {args.output_urdf}")
     return 0
+
+
+def _train_ranges(given: Sequence[Sequence[int]] | None, n: int) -> list[tuple[int, int]]:
+    """The ``--train-rows`` ranges ``[A, B)`` in time order (default: the whole record of
+    ``n`` rows); each must lie in the record and they must not overlap."""
+    ranges = sorted((int(a), int(b)) for a, b in given) if given else [(0, n)]
+    for a, b in ranges:
+        if not 0 <= a < b <= n:
+            raise SampleError(f"--train-rows {a} {b}: each range must satisfy "
+                              f"0 <= A < B <= {n}")
+    for (_, b), (a, _) in zip(ranges[:-1], ranges[1:], strict=True):
+        if a < b:
+            raise SampleError(f"--train-rows ranges overlap (row {a} is in two)")
+    return ranges
 
 
 def _held_out_rows(model: LinkModel, args: argparse.Namespace, window: int
@@ -318,14 +332,20 @@ def _friction_candidates(friction: FrictionModel, args: argparse.Namespace
         presliding = presliding[:1]
     if _shape_chosen(args, friction):
         candidates = coulomb_candidates(friction, dead_band=not args.smooth_coulomb,
-                                        presliding=presliding)
+                                        presliding=presliding, at_rest=_at_rest(args))
         return tuple(c for c in candidates if presliding is None or c.memory
                      or args.direction_memory != "on")
     if presliding is None or friction.coulomb == "none":
         return (friction,)
     if args.direction_memory == "on":
         return (friction.with_presliding(presliding[0]),)
-    return memory_candidates(friction, presliding)
+    return memory_candidates(friction, presliding, at_rest=_at_rest(args))
+
+
+def _at_rest(args: argparse.Namespace) -> bool:
+    """Whether the memory at rest only is a candidate: with ``--direction-memory auto`` and
+    no ``--presliding`` (either asks for the presliding memory)."""
+    return args.direction_memory == "auto" and args.presliding is None
 
 
 def _shape_chosen(args: argparse.Namespace, friction: FrictionModel) -> bool:
@@ -351,6 +371,10 @@ def _choices(selection: dict[str, list[dict]], args: argparse.Namespace, window:
                          "guard_rows": window, "candidates": selection[name]}
         else:
             out[name] = {"source": "option" if given else "not applicable"}
+    if "rest" in selection:
+        out["friction"]["rest"] = selection["rest"][0]
+    out["effort_unit"] = ({"source": "option (--fit-gains)"} if args.fit_gains else
+                          {"source": "CAD fit", "joints": selection.get("effort_unit", [])})
     return out
 
 
@@ -365,21 +389,39 @@ def _gain_anchor(args: argparse.Namespace, gain_std: float | None) -> str:
     return "geometric mean of the nominal gains"
 
 
+def _memory_text(friction: dict) -> str:
+    """A friction model's memory (its settings) in words."""
+    if friction["presliding"]:
+        return f"direction memory x0 {friction['presliding']:g}"
+    if friction.get("rest_time"):
+        return f"memory at rest after {friction['rest_time']:g} s"
+    return "no memory"
+
+
 def _print_summary(model: LinkModel, doc: dict) -> None:
     print(f"{doc['method']}: {doc['samples']} samples, {len(doc['base_parameters'])} base "
           f"parameters ({sum(b['identifiable'] for b in doc['base_parameters'])} with "
           f"sigma <= threshold), {doc['seconds']:.1f} s")
     f = doc["friction_model"]
-    memory = f"direction memory x0 {f['presliding']:g}" if f["presliding"] else "no memory"
+    memory = _memory_text(f)
     shape = ("tanh(qd / v0)" if f["smooth"] else "dead band") + f" v0 {f['velocity_threshold']:.3g}"
     weight = doc["prior_weight"]
     print(f"friction: {f['coulomb']} Coulomb, {shape}, {memory} "
           f"({doc['choices']['friction']['source']}); prior weight "
           f"{'-' if weight is None else f'{weight:g}'} "
           f"({doc['choices']['prior_weight']['source']})")
+    rest = doc["choices"]["friction"].get("rest")
+    if rest and rest["memory_only"]:
+        print("  no joint rests after moving in these records: direction memory kept "
+              "(the data cannot refute it)")
+    fitted = [row["joint"] for row in doc["choices"]["effort_unit"].get("joints", [])
+              if row["fitted"]]
+    if fitted:
+        print(f"effort scales fitted to the CAD model (the nominal ones cannot explain the "
+              f"efforts): {', '.join(fitted)}")
     for row in doc["choices"]["friction"].get("candidates", []):
         print(f"  {'tanh' if row['smooth'] else 'dead band'} v0 {row['velocity_threshold']:<8.3g}"
-              f" memory x0 {row['presliding']:<8g} held-out score {row['score']:.5g}")
+              f" {_memory_text(row):<28} held-out score {row['score']:.5g}")
     for row in doc["choices"]["prior_weight"].get("candidates", []):
         print(f"  prior weight {row['prior_weight']:<8g} held-out score {row['score']:.5g}")
     gain_std = doc["gain_std"]

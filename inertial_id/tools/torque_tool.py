@@ -17,7 +17,6 @@ import yaml
 from numpy.typing import NDArray
 
 from inertial_id.core.errors import ModelError, SampleError
-from inertial_id.core.estimation.anomaly import contact_intervals
 from inertial_id.core.joint_torque.link_pair_gains import refit_pair_gains
 from inertial_id.core.joint_torque.torque_payload import (
     LinkTorqueModel,
@@ -25,6 +24,7 @@ from inertial_id.core.joint_torque.torque_payload import (
     identify_paired_payload,
     paired_difference,
 )
+from inertial_id.core.joint_torque.warmup import warm_contact_intervals
 from inertial_id.io.calibration import estimate_document
 from inertial_id.io.joint_records import joint_data, read_joint_bag
 from inertial_id.tools.arguments import add_bag, former_flag, name_value_pair, required_bag
@@ -34,7 +34,9 @@ Check a link model (the YAML `inertial-id identify-links --output` writes) on a 
 was not identified on: per joint the RMS of measured minus predicted effort and the relative
 error 100 |e - e_hat| / |e| (%), and the contacts found in the residual (Hotelling T^2 per
 sample, the contact-free covariance learned robustly from the whole recording, so a recording
-that starts with a push is fine; a contact is 0.1 s above the threshold). --compare-urdf adds
+that starts with a push is fine; a contact is 0.1 s above the threshold; a cold drive's
+warm-up friction, up to 30 % of the friction fading after the start, is recognised and taken
+out first, JSON key warm_up). --compare-urdf adds
 the same for the URDF's own inertials (rigid body only: a URDF has no friction). Positions
 are smoothed and differentiated with a Savitzky-Golay filter as in identify-links. The
 model's friction is the one it names (a direction memory, if chosen, runs over this
@@ -174,12 +176,16 @@ def run_check_links(args: argparse.Namespace) -> int:
     bag = required_bag(args)
     links = load_link_model(args)
     t, q, qd, qdd, effort = read_rows(links, bag, args)
-    predicted = links.at_sample_period(float(np.median(np.diff(t)))).efforts(q, qd, qdd)
+    links = links.at_sample_period(float(np.median(np.diff(t))))
+    predicted = links.efforts(q, qd, qdd)
     rms, relative = _scores(effort, predicted)
+    contacts, warm = warm_contact_intervals(t, effort - predicted,
+                                            links.dissipative_efforts(qd, qdd), args.confidence)
     doc: dict[str, Any] = {"joints": links.model.joint_names, "rms": rms,
-                           "relative_error_percent": relative,
-                           "contacts": contact_intervals(t, effort - predicted, args.confidence,
-                                                         origin=0.0),
+                           "relative_error_percent": relative, "contacts": contacts,
+                           "warm_up": {"share": warm.share.tolist(),
+                                       "level": warm.level.tolist(),
+                                       "time_constant_s": warm.time_constant},
                            "samples": int(t.size)}
     if args.compare_urdf:
         urdf = LinkTorqueModel.from_urdf(links.model.urdf, links.model.joint_names,

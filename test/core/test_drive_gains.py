@@ -166,3 +166,32 @@ def test_identify_payload_fits_the_gain_ratios_on_the_pair(arm: MotorCurrentArm,
     scale = np.array(list(known["unloaded"]["gains"]["effort_scale"].values()))
     assert scale[2] == pytest.approx(truth[2], rel=1e-12)
     assert scale[:5] == pytest.approx(truth[:5], rel=0.015)
+
+
+def test_efforts_in_driver_units_get_their_scales_fitted(arm: MotorCurrentArm) -> None:
+    """Efforts in another unit on some joints (x0.05, a reversed sign, x40) cannot be
+    explained by the nominal scale 1: the CAD fit then fits every joint's scale by default
+    (the efforts are not N m), and identify_links gives what it gives with fit_gains; in N m
+    it fits none."""
+    from inertial_id.core.joint_torque.link_gains import scales_to_fit
+    from inertial_id.core.joint_torque.link_selection import LinkOptions, identify_links
+
+    q, qd, qdd, effort = _states(arm, 31, 20.0)
+    units = np.array([1.0, 0.05, -1.0, 40.0, 1.0, 1.0])  # 3 of 6 joints
+    problem = _problem(arm, 31, 20.0)
+    fit, table = scales_to_fit(problem, fit_gains=False)
+    assert not fit.any() and [row["joint"] for row in table] == problem.model.joint_names
+    driver = LinkIdentification(problem.model, q, qd, qdd, effort * units,
+                                problem.friction_model)
+    fit, table = scales_to_fit(driver, fit_gains=False)
+    assert fit.all()
+    np.testing.assert_array_equal([row["unexplained"] for row in table], units != 1.0)
+    for row, unit, gain in zip(table, units, arm.gain_error, strict=True):
+        if unit != 1.0:
+            assert row["scale_fitted"] == pytest.approx(unit * gain, rel=0.05)
+    options = LinkOptions(method="wls", friction=problem.friction_model, units_from_data=True)
+    _, _, chosen = identify_links(problem.model, (q, qd, qdd, effort * units), options)
+    _, _, given = identify_links(problem.model, (q, qd, qdd, effort * units),
+                                 replace(options, fit_gains=True))
+    np.testing.assert_allclose(chosen.effort_scale, given.effort_scale, rtol=1e-9)
+    assert chosen.info["selection"]["effort_unit"] == table

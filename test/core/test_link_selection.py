@@ -79,8 +79,11 @@ def test_direction_memory_recovers_friction_held_at_rest_and_is_chosen(held_reco
     problem = LinkIdentification(model, *rows, _dead_band())
     chosen, table = choose_friction(problem, memory_candidates(_dead_band()), guard=20)
     assert chosen.memory, table
-    assert [row["presliding"] for row in table] == [0.0, 1e-3, 1e-2]
+    assert [row["presliding"] for row in table] == [0.0, 1e-3, 1e-2, 0.0]
+    assert [row["rest_time"] for row in table] == [0.0, 0.0, 0.0, 0.5]
     assert table[1]["score"] < table[0]["score"], table
+    # The memory at rest only holds the last direction too (the record rests 0.5 s and more).
+    assert table[3]["rms"][HELD] < table[0]["rms"][HELD], table
     # The held joint's held-out error is mostly the Coulomb torque the dead band misses.
     assert table[1]["rms"][HELD] < 0.5 * table[0]["rms"][HELD], table
     hold = (t > HOLD[0] + 0.5) & (t < HOLD[1])

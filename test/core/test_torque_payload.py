@@ -343,3 +343,55 @@ def test_a_link_model_file_that_cannot_be_used_is_one_model_error(tmp_path) -> N
             LinkTorqueModel.from_file(tmp_path / name, URDF)
     with pytest.raises(ModelError, match="missing.yaml: not a usable link model"):
         LinkTorqueModel.from_file(tmp_path / "missing.yaml", URDF)
+
+
+def _cold_run(share: float, contacts: tuple = (), seconds: float = 30.0) -> list:
+    """The live estimator on a simulated arm with 2 N m Coulomb friction that starts cold:
+    ``share`` more friction fading with a 3 s time constant; its links model knows the warm
+    friction. Returns the events with their stamps."""
+    from inertial_id.core.estimation.online import OnlineConfig
+    from inertial_id.core.joint_torque.torque_payload import (
+        LinkTorqueModel,
+        TorquePayloadIdentifier,
+        TorquePayloadOnline,
+        TorquePayloadStream,
+    )
+    from inertial_id.core.kinematics import SensorKinematics
+    from inertial_id.core.simulation import FRICTION_VELOCITY_SCALE, PayloadSimulation
+
+    sim = PayloadSimulation(SensorKinematics(URDF, BUNDLED_SENSOR_FRAME),
+                            FourierTrajectory.random(BUNDLED_HOME, seed=1),
+                            payload=_payload(0.9, [0.0, 0.02, 0.08], [0.1, 0.1, 0.1]),
+                            contacts=contacts, coulomb_friction=2.0, viscous_friction=0.5)
+    t = np.arange(0.0, seconds, 1 / 250)
+    q, _ = sim.joint_states(t)
+    _, qd, _ = sim.trajectory(t)
+    warm = 2.0 * np.tanh(qd / FRICTION_VELOCITY_SCALE) + 0.5 * qd
+    effort = sim.joint_efforts(t) + share * np.exp(-t / 3.0)[:, None] * warm
+    plain = LinkTorqueModel.from_urdf(URDF)
+    friction = FrictionModel("symmetric", smooth=True, velocity_threshold=FRICTION_VELOCITY_SCALE)
+    links = replace(plain, friction=friction,
+                    coefficients=np.tile([2.0, 0.5, 0.0], plain.model.n))
+    online = TorquePayloadOnline(
+        TorquePayloadStream(TorquePayloadIdentifier(links, BUNDLED_SENSOR_FRAME), 31),
+        OnlineConfig(min_samples=300, training_samples=300))
+    events = []
+    for k in range(t.size):
+        online.stream.push(t[k], q[k], effort[k])
+        if k % 25 == 24:
+            step = online.step()
+            events += [(round(float(step.times[-1]), 2), e) for e in step.events] if step else []
+        if k % 250 == 249:
+            online.solve()
+    return events
+
+
+def test_the_live_monitor_takes_a_cold_start_for_no_contact_and_still_finds_a_push() -> None:
+    """+30 % friction at the start fading with 3 s: no contact; a later push is found."""
+    from inertial_id.core.simulation import Contact
+
+    starts = [t for t, e in _cold_run(0.3) if e == "contact_start"]
+    assert starts == []
+    pushed = [t for t, e in _cold_run(0.3, (Contact(20.0, 1.0, (0.0, 30.0, 0.0)),))
+              if e == "contact_start"]
+    assert len(pushed) == 1 and 20.0 < pushed[0] < 20.4, pushed

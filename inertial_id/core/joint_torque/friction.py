@@ -52,6 +52,13 @@ class FrictionModel:
     :meth:`LinkIdentification.subset`; :meth:`LinkIdentification.with_friction` recomputes
     them from its own first row). With ``smooth`` as well the sign is
     ``m + (1 - |m|) z``, ``m = tanh(qd / v0)``: the tanh while moving, the memory near rest.
+
+    **Memory at rest only** (``rest_time`` ``T`` > 0, s, ``presliding`` 0): the sign is
+    ``m + (1 - |m|) d w`` with ``m`` the Coulomb term's own sign (dead band or tanh), ``d`` the
+    sign of the last row beyond ``v0`` and ``w = clip(s / T - 1, 0, 1)``, ``s`` the time (s)
+    since that row: a joint standing still keeps its last direction's Coulomb level once it
+    has stood for ``2 T``, while a velocity reversal (inside ``v0`` for less than ``T``) keeps
+    the memory-free shape exactly. Its state (:meth:`state_after`) is ``[d, s]`` per joint (2, nv).
     """
 
     coulomb: str = "asymmetric"
@@ -62,6 +69,7 @@ class FrictionModel:
     smooth: bool = False
     presliding: float = 0.0
     sample_period: float = 0.01
+    rest_time: float = 0.0
 
     def __post_init__(self) -> None:
         if self.coulomb not in COULOMB_MODELS:
@@ -70,7 +78,11 @@ class FrictionModel:
             raise InertialIdError("a smooth Coulomb term needs a velocity scale v0 > 0")
         if self.presliding < 0:
             raise InertialIdError("the presliding displacement of the memory must be >= 0")
-        if self.presliding > 0 and not self.sample_period > 0:
+        if self.rest_time < 0:
+            raise InertialIdError("the rest time of the memory at rest must be >= 0")
+        if self.presliding > 0 and self.rest_time > 0:
+            raise InertialIdError("give a presliding x0 or a rest time, not both")
+        if (self.presliding > 0 or self.rest_time > 0) and not self.sample_period > 0:
             raise InertialIdError("direction memory needs a sample period > 0")
 
     def settings(self) -> dict[str, str | bool | float]:
@@ -78,7 +90,8 @@ class FrictionModel:
         return {"coulomb": self.coulomb, "viscous": self.viscous, "offset": self.offset,
                 "armature": self.armature, "smooth": self.smooth,
                 "velocity_threshold": self.velocity_threshold,
-                "presliding": self.presliding, "sample_period": self.sample_period}
+                "presliding": self.presliding, "sample_period": self.sample_period,
+                "rest_time": self.rest_time}
 
     @classmethod
     def from_settings(cls, values: Mapping[str, object]) -> FrictionModel:
@@ -86,7 +99,8 @@ class FrictionModel:
         return cls(str(values["coulomb"]), bool(values["viscous"]), bool(values["offset"]),
                    float(values["velocity_threshold"]), bool(values["armature"]),
                    bool(values["smooth"]), float(values.get("presliding", 0.0)),
-                   float(values.get("sample_period", 0.01)))
+                   float(values.get("sample_period", 0.01)),
+                   float(values.get("rest_time", 0.0)))
 
     def direction(self, qd: ArrayLike, initial: ArrayLike | None = None
                   ) -> NDArray[np.float64]:
@@ -106,6 +120,35 @@ class FrictionModel:
             z[n] = state
         return z
 
+    def _rest_direction(self, qd: NDArray[np.float64], initial: ArrayLike | None
+                        ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The memory at rest's ``d w`` (N, nv) and its state ``[d, s]`` (2, nv) after the
+        last row (class docstring), from ``initial`` (default: no direction, moving)."""
+        n, nv = qd.shape
+        state = (np.zeros((2, nv)) if initial is None
+                 else np.asarray(initial, dtype=float).reshape(2, nv).copy())
+        moving = np.abs(qd) > self.velocity_threshold
+        out = np.zeros_like(qd)
+        for k in range(n):
+            state[0] = np.where(moving[k], np.sign(qd[k]), state[0])
+            state[1] = np.where(moving[k], 0.0, state[1] + self.sample_period)
+            out[k] = state[0] * np.clip(state[1] / self.rest_time - 1.0, 0.0, 1.0)
+        return out, state
+
+    def state_after(self, qd: ArrayLike, initial: ArrayLike | None = None
+                    ) -> NDArray[np.float64]:
+        """The memory's state after velocity rows ``qd`` in time order, from ``initial``:
+        ``z`` (nv,) of the direction memory, ``[d, s]`` (2, nv) of the memory at rest (the
+        ``initial`` of the next rows)."""
+        qd = np.atleast_2d(np.asarray(qd, dtype=float))
+        if self.rest_time > 0:
+            return self._rest_direction(qd, initial)[1]
+        return self.direction(qd, initial)[-1]
+
+    def with_rest_time(self, rest_time: float) -> FrictionModel:
+        """The same model with memory at rest only, after ``rest_time`` s (0: none)."""
+        return replace(self, presliding=0.0, rest_time=float(rest_time))
+
     @property
     def terms(self) -> list[str]:
         """Names of the per-joint coefficients, in column order."""
@@ -118,13 +161,14 @@ class FrictionModel:
         return [f"{j}.{t}" for j in joints for t in self.terms]
 
     def with_presliding(self, presliding: float) -> FrictionModel:
-        """The same model with direction memory of presliding ``x0`` (0: none)."""
-        return replace(self, presliding=float(presliding))
+        """The same model with direction memory of presliding ``x0`` (0: none; either way
+        no memory at rest only)."""
+        return replace(self, presliding=float(presliding), rest_time=0.0)
 
     @property
     def memory(self) -> bool:
         """Whether the Coulomb sign has direction memory (the regressor depends on history)."""
-        return self.presliding > 0 and self.coulomb != "none"
+        return (self.presliding > 0 or self.rest_time > 0) and self.coulomb != "none"
 
     def regressor(self, qd: ArrayLike, qdd: ArrayLike | None = None,
                   initial: ArrayLike | None = None) -> NDArray[np.float64]:
@@ -134,7 +178,12 @@ class FrictionModel:
         continuing from the state ``initial`` (:meth:`direction`)."""
         qd = np.atleast_2d(np.asarray(qd, dtype=float))
         n, nv = qd.shape
-        if self.smooth or self.presliding > 0:
+        if self.rest_time > 0 and self.memory:
+            moving = (np.tanh(qd / self.velocity_threshold) if self.smooth
+                      else np.sign(qd) * (np.abs(qd) > self.velocity_threshold))
+            sign = moving + (1.0 - np.abs(moving)) * self._rest_direction(qd, initial)[0]
+            moving_up, moving_down = np.clip(sign, 0.0, None), np.clip(-sign, 0.0, None)
+        elif self.smooth or self.presliding > 0:
             if self.memory:
                 sign = self.direction(qd, initial)
                 if self.smooth:

@@ -51,6 +51,39 @@ torques (the bundled simulator) the four candidates scored within 2e-5 of each o
 best moving the gains by 0.2 % and the payload's mass from the links model by 0.14 %; on the
 simulated motor-current arms the refinement chosen improved the score by 0.9-2.3 %."""
 
+UNIT_RATIO = 2.0
+"""A joint's nominal effort scale cannot explain its efforts (another unit, a gear ratio, a
+reversed sign) when the CAD fit's RMS with it exceeds this many times the RMS with the scale
+fitted (:func:`scales_to_fit`). Gains a few % off move that ratio by a few %; on TIAGo's
+driver units (CAD fit scales 0.0009-0.13, five negative) it was 1.55 and 1.79 on the torso and
+the first arm joint, 7.9-221 on the six others."""
+
+
+def scales_to_fit(problem: LinkIdentification, fit_gains: bool, from_data: bool = True
+                  ) -> tuple[NDArray[np.bool_], list[dict]]:
+    """The joints whose effort scale the CAD fit fits (the nominal scales of the other
+    choices): every joint not known with ``fit_gains``; none without ``from_data``; else all
+    of them when the nominal scales cannot explain the efforts of half or more of the joints
+    not known (:data:`UNIT_RATIO`: the efforts are in the driver's units, not N m; a driver
+    publishes all its joints alike, while one joint alone may be where the CAD model is
+    wrong), none otherwise. With a table per joint of the CAD fit's RMS (effort units) with
+    the nominal and the fitted scale, the fitted scale (effort per N m or N), whether the
+    nominal one fails and whether it is fitted."""
+    if fit_gains or not from_data:
+        return ~problem.known_scale & fit_gains, []
+    fitted = problem.fit_cad(fit_scale=True)
+    rms_fitted = problem.rms(fitted)
+    rms_nominal = problem.rms(problem.fit_cad(fit_scale=False))
+    unexplained = (rms_nominal > UNIT_RATIO * rms_fitted) & ~problem.known_scale
+    unknown = int(np.count_nonzero(~problem.known_scale))
+    fit = ~problem.known_scale & (2 * int(np.count_nonzero(unexplained)) >= max(unknown, 1))
+    table = [{"joint": name, "rms_nominal": float(a), "rms_fitted": float(b),
+              "scale_fitted": float(s), "unexplained": bool(u), "fitted": bool(f)}
+             for name, a, b, s, u, f in zip(problem.model.joint_names, rms_nominal,
+                                            rms_fitted, fitted.effort_scale, unexplained, fit,
+                                            strict=True)]
+    return fit, table
+
 
 def refined_scales(problem: LinkIdentification, gain_std: float) -> NDArray[np.float64]:
     """``problem``'s effort scales with every scale not known refined under a prior of

@@ -49,7 +49,12 @@ from numpy.typing import NDArray
 
 from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.joint_torque.friction import FrictionModel
-from inertial_id.core.joint_torque.link_gains import GAIN_STDS, choose_gains, refined_scales
+from inertial_id.core.joint_torque.link_gains import (
+    GAIN_STDS,
+    choose_gains,
+    refined_scales,
+    scales_to_fit,
+)
 from inertial_id.core.joint_torque.link_model import BaseParameters, LinkModel
 from inertial_id.core.joint_torque.link_validation import (
     FOLDS,
@@ -71,24 +76,67 @@ PRESLIDING = (1e-3, 1e-2)
 VELOCITY_SCALES = (0.0025, 0.005, 0.01, 0.02, 0.04, 0.08)
 """Velocity scales ``v0`` (rad/s or m/s) of the ``tanh(qd / v0)`` Coulomb candidates of
 :func:`coulomb_candidates`; :func:`refine_friction` then narrows the best one down."""
-def memory_candidates(friction: FrictionModel, presliding: Sequence[float] = PRESLIDING
-                      ) -> tuple[FrictionModel, ...]:
-    """``friction`` without direction memory, then with each presliding ``x0``."""
+REST_SPEED = 0.01
+"""rad/s or m/s: a joint slower than this (filtered velocity) stands still."""
+REST_SECONDS = 0.5
+"""s: a joint standing still this long after moving rests (a velocity reversal passes through
+rest in a few hundredths of a second); also the rest time of the memory at rest only."""
+
+
+def rests(qd: NDArray[np.float64], period: float) -> bool:
+    """Whether some joint of the velocity rows ``qd`` (N, nv; in time order, ``period`` s
+    apart) rests after having moved: :data:`REST_SECONDS` or more below :data:`REST_SPEED`
+    after a row above it. Only such rows tell what friction does at rest."""
+    still = np.abs(np.atleast_2d(qd)) < REST_SPEED
+    need = max(int(np.ceil(REST_SECONDS / period)), 1)
+    for column in still.T:
+        moved = np.flatnonzero(~column)
+        if moved.size == 0:
+            continue
+        run = 0
+        for value in column[moved[0]:]:
+            run = run + 1 if value else 0
+            if run >= need:
+                return True
+    return False
+
+
+def physical_candidates(candidates: Sequence[FrictionModel],
+                        records: Sequence[NDArray[np.float64]], period: float
+                        ) -> tuple[tuple[FrictionModel, ...], bool]:
+    """The friction ``candidates`` the records can judge, and whether any of the velocity
+    ``records`` rests (:func:`rests`). A joint at rest keeps the Coulomb level of its last
+    motion (static friction holds it up to that level in that direction): a model without
+    direction memory predicts zero there. When no record rests, the data cannot refute the
+    memory, so only the candidates with it stay (all of them when none has it): the memory at
+    rest only among them keeps the memory-free shape wherever the records move."""
+    rested = any(rests(qd, period) for qd in records)
+    kept = tuple(c for c in candidates if c.memory)
+    return (tuple(candidates) if rested or not kept else kept), rested
+
+
+def memory_candidates(friction: FrictionModel, presliding: Sequence[float] = PRESLIDING,
+                      at_rest: bool = True) -> tuple[FrictionModel, ...]:
+    """``friction`` without direction memory, with each presliding ``x0``, and (``at_rest``)
+    with memory at rest only (after :data:`REST_SECONDS`: its shape through velocity
+    reversals is the memory-free one)."""
+    rest = (friction.with_rest_time(REST_SECONDS),) if at_rest else ()
     return (friction.with_presliding(0.0),
-            *(friction.with_presliding(x0) for x0 in presliding))
+            *(friction.with_presliding(x0) for x0 in presliding), *rest)
 
 
 def coulomb_candidates(friction: FrictionModel, scales: Sequence[float] = VELOCITY_SCALES,
-                       dead_band: bool = True, presliding: Sequence[float] | None = PRESLIDING
-                       ) -> tuple[FrictionModel, ...]:
+                       dead_band: bool = True, presliding: Sequence[float] | None = PRESLIDING,
+                       at_rest: bool = True) -> tuple[FrictionModel, ...]:
     """Coulomb shapes to choose from: ``friction`` as given with its dead band (when
     ``dead_band``), then ``tanh(qd / v0)`` for each ``v0`` of ``scales``; each without
-    direction memory and with each ``presliding`` ``x0`` (None: the shapes as they are)."""
+    direction memory, with each ``presliding`` ``x0`` and with memory at rest only
+    (``at_rest``, :func:`memory_candidates`; None: the shapes as they are)."""
     shapes = ([replace(friction, smooth=False)] if dead_band else []) + [
         replace(friction, smooth=True, velocity_threshold=float(v0)) for v0 in scales]
     if presliding is None:
         return tuple(shapes)
-    return tuple(c for shape in shapes for c in memory_candidates(shape, presliding))
+    return tuple(c for shape in shapes for c in memory_candidates(shape, presliding, at_rest))
 
 
 def _cross_validated(problem: LinkIdentification, friction: FrictionModel, folds: int,
@@ -150,7 +198,7 @@ def refine_friction(problem: LinkIdentification, friction: FrictionModel, table:
     if friction.smooth:
         friction = _narrow(problem, friction, table, "velocity_threshold",
                            (2 ** 0.5, 2 ** 0.25), folds, guard, others)
-    if presliding and friction.memory:
+    if presliding and friction.presliding > 0:
         friction = _narrow(problem, friction, table, "presliding",
                            (10 ** 0.5, 10 ** 0.25), folds, guard, others)
     return friction, table
@@ -202,6 +250,10 @@ class LinkOptions:
     best of them (else ``friction``), its ``tanh`` velocity scale then narrowed down
     when ``refine_friction`` (:func:`refine_friction`); with ``prior_weight`` None the
     prior weight is the best of ``prior_weights`` (sdp and qp; wls and pls have no prior).
+    With ``units_from_data`` and without ``fit_gains`` the CAD fit still fits the effort
+    scales when the nominal ones cannot explain the efforts
+    (:func:`~inertial_id.core.joint_torque.link_gains.scales_to_fit`; identify-links).
+    Direction memory is kept when no record rests (:func:`physical_candidates`).
     ``held_out``: rows (q, qd, qdd, effort) of other recordings of the same arm; when given,
     they score every choice instead of the time blocks, and with ``refine_friction`` the
     memory's ``x0`` is narrowed down too unless ``presliding_given``. ``gain_std``: the
@@ -231,6 +283,7 @@ class LinkOptions:
     presliding_given: bool = False
     gain_std: float | None = 0.0
     gain_stds: tuple[float, ...] | None = None
+    units_from_data: bool = False
 
 
 def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
@@ -252,20 +305,27 @@ def identify_links(model: LinkModel, rows: tuple[NDArray[np.float64], ...],
     problem = LinkIdentification(model, *rows, options.friction, base, effort_scale=scale,
                                  correlated_residuals=options.coloured_residuals,
                                  known_scale=[n in known for n in model.joint_names])
-    cad = problem.fit_cad(fit_scale=options.fit_gains)
+    fit_scale, unit_table = scales_to_fit(problem, options.fit_gains,
+                                          options.units_from_data)
+    cad = problem.fit_cad(fit_scale=fit_scale)
     problem.effort_scale = cad.effort_scale.copy()
     others = [LinkIdentification(model, *r, options.friction, base) for r in options.held_out]
-    selection: dict[str, list[dict]] = {}
+    selection: dict[str, list[dict]] = {"effort_unit": unit_table} if unit_table else {}
+    candidates, rested = physical_candidates(
+        options.friction_candidates, [problem.qd, *(o.qd for o in others)],
+        options.friction.sample_period)
     if len(options.friction_candidates) > 1:
+        selection["rest"] = [{"rests": rested, "memory_only": len(candidates)
+                              < len(options.friction_candidates)}]
         friction, selection["friction"] = choose_friction(
-            problem, options.friction_candidates, options.folds, options.guard, others)
+            problem, candidates, options.folds, options.guard, others)
         if options.refine_friction:
             friction, selection["friction"] = refine_friction(
                 problem, friction, selection["friction"], options.folds, options.guard,
                 others, presliding=bool(others) and not options.presliding_given)
         problem = problem.with_friction(friction)
         others = [o.with_friction(friction) for o in others]
-        cad = problem.fit_cad(fit_scale=options.fit_gains)
+        cad = problem.fit_cad(fit_scale=fit_scale)
         problem.effort_scale = cad.effort_scale.copy()
     gain_std = options.gain_std
     if options.refine_gains > 0:

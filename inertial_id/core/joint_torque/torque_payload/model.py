@@ -124,6 +124,17 @@ class LinkTorqueModel:
         return np.einsum("njf,f->nj", self.friction.regressor(qd, qdd, initial),
                          self.coefficients)
 
+    def dissipative_efforts(self, qd: ArrayLike, qdd: ArrayLike,
+                            initial: ArrayLike | None = None) -> NDArray[np.float64]:
+        """The friction alone (Coulomb and viscous; no offset, no armature) of the efforts
+        (N, nv), as :meth:`friction_efforts`."""
+        if self.coefficients.size == 0:
+            return np.zeros_like(np.atleast_2d(np.asarray(qd, dtype=float)))
+        terms = self.friction.terms
+        dissipative = np.tile([t not in ("offset", "Ia") for t in terms], self.model.n)
+        return np.einsum("njf,f->nj", self.friction.regressor(qd, qdd, initial),
+                         np.where(dissipative, self.coefficients, 0.0))
+
     @property
     def drive_friction(self) -> FrictionModel:
         """The friction model to fit on new data: the model's own, or viscous + smooth

@@ -14,6 +14,7 @@ from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.anomaly import TRIM_CONFIDENCE, T2Monitor, T2Result
 from inertial_id.core.estimation.online_types import OnlineConfig, StepResult, Verdicts, verdicts
 from inertial_id.core.joint_torque.torque_payload.stream import TorquePayloadStream
+from inertial_id.core.joint_torque.warmup import WarmUpStatistics
 
 MIN_CONTACT = 0.1
 """s above the T^2 threshold before a joint-torque contact starts, and below before it ends:
@@ -47,6 +48,11 @@ class TorquePayloadOnline:
     the change of the baseline's mean is subtracted from the efforts before they enter the
     statistics (:attr:`offset`, effort units per joint). A new payload is not such a level
     (its torques vary with the pose): call :meth:`reset` for one.
+
+    **Warm-up.** A cold drive's extra friction, fading over its first minutes, is fitted to
+    the residuals the monitor found quiet (:class:`~inertial_id.core.joint_torque.warmup.
+    WarmUpStatistics`, time since the first sample watched) and taken out before each chunk
+    is tested, so it is not a contact.
     ``config``: :class:`OnlineConfig` (min_samples, the verdicts' thresholds, monitor,
     confidence, training_samples).
     """
@@ -56,6 +62,7 @@ class TorquePayloadOnline:
         self.stream = stream
         self.config = config
         self.relearn_after = float(relearn_after)
+        self._origin: float | None = None  # stamp of the first sample watched (s)
         self.reset()
 
     @property
@@ -96,7 +103,12 @@ class TorquePayloadOnline:
         watching = self.config.monitor and self.estimate is not None and (
             self.monitor is not None or self.verdicts.mass)
         if watching:
-            residual = target - rows @ self.estimate.pi
+            if self._origin is None:
+                self._origin = float(t[0])
+            since = t - self._origin
+            friction = self.stream.identifier.links.dissipative_efforts(qd, qdd, initial)
+            raw = target - rows @ self.estimate.pi
+            residual = raw - self.warm.fit().efforts(since, friction)
             wrench = self._external_wrench(jacobians, residual)
             if self.monitor is None:
                 self.monitor = self._new_monitor()
@@ -107,6 +119,8 @@ class TorquePayloadOnline:
             result, watched = self._watch(t, residual)
             t2, contact, threshold = result.t2, result.contact, result.threshold
             events += watched
+            quiet = (t2 <= threshold) & ~contact
+            self.warm.add(since[quiet], raw[quiet], friction[quiet])
         self._hold((t, rows, target), watching)
         return StepResult(t, wrench, t2, contact, threshold, events)
 
@@ -193,6 +207,7 @@ class TorquePayloadOnline:
         self.monitor: T2Monitor | None = None
         self.contacts = 0
         self.offset = np.zeros(self.stream.identifier.links.model.n)
+        self.warm = WarmUpStatistics(self.stream.identifier.links.model.n)
         self._baseline: NDArray[np.float64] | None = None
         self._relearning_since: float | None = None
         self._held: list[tuple[NDArray[np.float64], ...]] = []

@@ -71,7 +71,7 @@ class TorquePayloadStream:
         if friction.memory:
             friction = replace(friction, sample_period=self.period)
             self.identifier.links = replace(self.identifier.links, friction=friction)
-            self._direction = friction.direction(smooth[1], initial)[-1]
+            self._direction = friction.state_after(smooth[1], initial)
         return (t[rows], *smooth, e[rows], initial)
 
     def add(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, effort: ArrayLike,
