@@ -165,7 +165,7 @@ def test_yaml_follows_the_contract(replayed: dict[str, ReplayResult], tmp_path: 
     result = replayed["mcap"]
     doc = result.to_yaml()
     assert list(doc) == ["estimate", "contacts", "samples_used", "ledger", "setup_errors",
-                         "filter", "wrench_delay"]
+                         "filter", "wrench_delay", "bias", "open_anomalies"]
     assert doc["setup_errors"] == []
     choice = doc["filter"]  # the gatherer's filter and its evidence, chosen from the data
     assert choice["source"] == "data" and type(choice["window_samples"]) is int
