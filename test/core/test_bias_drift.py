@@ -146,6 +146,14 @@ def test_a_drifting_bias_is_right_at_the_end_with_its_rate(drifting):
     assert not est.contacts
 
 
+def test_a_drift_over_the_users_limit_is_a_warning(drifting):
+    est = run(drifting, drift=True, until=30.0)
+    assert est.drift_warning == ""  # 1 N/min is under the default 3 N/min
+    est.reconfigure(OnlineConfig(payload=est.config.payload, bias_drift_warn=0.01))
+    assert est.drift_warning.startswith("F/T bias drifting: fz +0.0")
+    assert "fx" not in est.drift_warning and "tx" not in est.drift_warning
+
+
 def test_a_constant_bias_model_misses_the_drift(drifting):
     """The same recording with one constant offset: the end's bias is off by about half the
     drift (the check above can fail)."""
