@@ -155,22 +155,26 @@ def messages(case: Case) -> list[JointStateSample | WrenchSample]:
 
 
 def run_case(case: Case, matched: bool = True,
-             errors_in_variables: bool = True) -> tuple[Estimate, Estimate]:
+             errors_in_variables: bool = True,
+             bias_drift: bool = True) -> tuple[Estimate, Estimate]:
     """The replay path's final estimate and, for the same ``x``, the classical covariance
     (``matched``: the gatherer's matched filter, the default; False: joints filtered only;
-    ``errors_in_variables``: the gatherer's correction for the encoders' noise)."""
+    ``errors_in_variables``: the gatherer's correction for the encoders' noise;
+    ``bias_drift``: the solver's drifting-bias model)."""
     params = copy.deepcopy(case.robot.params)
     for node in ("gatherer", "kinematics", "solver"):
         params.setdefault(node, {})
     params["gatherer"]["matched_filter"] = matched
     params["gatherer"]["errors_in_variables"] = errors_in_variables
+    params["solver"]["bias_drift"] = bias_drift
     pipeline = build_pipeline(params, case.robot.urdf)
     feed(messages(case), pipeline, PROCESS_PERIOD)
     estimate = pipeline.finish()
     if estimate is None:
         raise RuntimeError(f"run {case.seed}: no estimate")
-    plain = SufficientStatistics(pipeline.online.identifier.statistics.n_unknowns)
-    plain.merge(pipeline.online.identifier.statistics.corrected())  # totals: no block scores
+    solved = pipeline.online.identifier.solved_statistics()
+    plain = SufficientStatistics(solved.n_unknowns)
+    plain.merge(solved)  # totals: no block scores
     x = np.concatenate((estimate.pi, estimate.offset))
     return estimate, make_estimate(plain, x, estimate.method)
 
@@ -279,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the numbers to this JSON file")
     parser.add_argument("--no-matched-filter", action="store_true",
                         help="filter the joints only (the gatherer before matched filtering)")
+    parser.add_argument("--no-bias-drift", action="store_true",
+                        help="a constant F/T offset (the solver's bias_drift off)")
     parser.add_argument("--no-errors-in-variables", action="store_true",
                         help="no correction for the encoders' noise (as before it was built)")
     args = parser.parse_args(argv)
@@ -292,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     for seed in range(args.first_seed, args.first_seed + runs):
         case = draw_case(seed, available)
         estimate, plain = run_case(case, not args.no_matched_filter,
-                                   not args.no_errors_in_variables)
+                                   not args.no_errors_in_variables, not args.no_bias_drift)
         z = z_scores(estimate, case)
         reported.append(z)
         classical.append(z_scores(plain, case))

@@ -189,6 +189,25 @@ class CombinedScores(BlockScores):
         return sum(p.leverage(bread) for p in self.parts)
 
 
+class MappedScores(BlockScores):
+    """Another set's blocks under an affine change of the unknowns, kept lazily: each block
+    becomes ``c' = P (c - H v)``, ``H' = P H P^T`` with ``P`` (m, n), so the scores are of m
+    unknowns ``x'`` with ``x = v + P^T x'`` (e.g. a nuisance profiled out)."""
+
+    def __init__(self, inner: BlockScores, p: NDArray[np.float64],
+                 v: NDArray[np.float64]) -> None:
+        self.inner, self.p, self.v = inner, p, v
+        self.weight, self.weight_squared = inner.weight, inner.weight_squared
+
+    def meat(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        """See :meth:`BlockScores.meat`."""
+        return self.p @ self.inner.meat(self.v + self.p.T @ x) @ self.p.T
+
+    def leverage(self, bread: NDArray[np.float64]) -> NDArray[np.float64]:
+        """See :meth:`BlockScores.leverage`."""
+        return self.p @ self.inner.leverage(self.p.T @ bread @ self.p) @ self.p.T
+
+
 def sandwich(bread: NDArray[np.float64], meat: NDArray[np.float64],
              leverage: NDArray[np.float64], blocks: float,
              scale: float = 1.0) -> NDArray[np.float64]:

@@ -27,6 +27,16 @@ N_UNKNOWNS = N_PI + N_OFFSET
 
 
 @dataclass(frozen=True)
+class BiasDrift:
+    """The drift of the F/T bias: ``rate`` (6,) N/s and N m/s (sensor frame), its ``std``,
+    at ``time`` (s, the stamp of the latest sample: the estimate's offset is the bias then)."""
+
+    rate: NDArray[np.float64]
+    std: NDArray[np.float64]
+    time: float
+
+
+@dataclass(frozen=True)
 class Estimate:
     """An estimate of the payload parameters and the F/T offset, with its uncertainty.
 
@@ -47,6 +57,9 @@ class Estimate:
     condition_number: float
     method: str
     covariance_type: str = "classical"
+    drift: BiasDrift | None = None
+    """The bias's drift rate when it is modelled (:mod:`inertial_id.core.estimation.drift`;
+    ``offset`` is then the bias at its time), else None."""
 
     def __post_init__(self) -> None:
         for name in ("offset", "covariance"):

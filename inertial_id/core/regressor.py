@@ -181,7 +181,8 @@ GRAM_WRENCH = slice(13, 19)
 
 
 def batch_gram(twist: ArrayLike, proper_acceleration: ArrayLike, wrench: ArrayLike,
-               products: ArrayLike | None = None) -> NDArray[np.float64]:
+               products: ArrayLike | None = None,
+               tau: ArrayLike | None = None) -> NDArray[np.float64]:
     """``Z^T Z`` (19, 19) of a batch, ``Z = [features, 1, wrench]`` (N, 19) per sample:
     the :func:`regressor_features` (sensor frame, m/s^2, rad/s^2, (rad/s)^2), a column of ones
     and the measured wrench ``[fx, fy, fz, tx, ty, tz]`` (N, N m; sensor frame). It holds the
@@ -192,12 +193,16 @@ def batch_gram(twist: ArrayLike, proper_acceleration: ArrayLike, wrench: ArrayLi
     (N, 6) inputs (a single 6-vector is one sample); the wrench must have as many samples as
     the twists (:class:`~inertial_id.core.errors.SampleError` otherwise). A NaN or inf in any
     input shows on the diagonal (``Z^T Z`` of a column with one is not finite).
+    With ``tau`` (N,) (s, each sample's time from a reference: a drifting bias,
+    :mod:`inertial_id.core.estimation.drift`) ``Z`` has it as a last column: (20, 20).
     """
     v = np.atleast_2d(np.asarray(twist, dtype=float))
     w = np.atleast_2d(np.asarray(wrench, dtype=float))
     if w.ndim != 2 or w.shape[1] != 6 or w.shape[0] != v.shape[0]:
         raise SampleError(f"wrenches {w.shape} must be (N, 6) for twists {v.shape}")
-    z = np.empty((w.shape[0], GRAM_SIZE))
+    z = np.empty((w.shape[0], GRAM_SIZE + (tau is not None)))
+    if tau is not None:
+        z[:, GRAM_SIZE] = tau
     regressor_features(v, np.atleast_2d(np.asarray(proper_acceleration, dtype=float)),
                        None if products is None else np.atleast_2d(products),
                        out=z[:, :GRAM_ONES])
@@ -244,6 +249,8 @@ class BatchNormalEquations:
         weighted = rows * weights[None, :, None]
         self._information = np.einsum("fra,grb->fgab", weighted, rows).reshape(169, 256)
         self._moment = weighted.reshape(78, 16)
+        self.weighted_rows = weighted
+        """``w_r E[f, r, :]`` (13, 6, 16): each ``z`` entry's weighted rows."""
 
     def __call__(self, gram: NDArray[np.float64]) -> tuple[NDArray[np.float64],
                                                            NDArray[np.float64], float]:

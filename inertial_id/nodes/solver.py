@@ -42,7 +42,7 @@ from visualization_msgs.msg import MarkerArray
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation import sdp
-from inertial_id.core.estimation.online import OnlineEstimator
+from inertial_id.core.estimation.online import WRENCH_AXES, OnlineEstimator
 from inertial_id.core.estimation.online_types import StepResult, Verdicts
 from inertial_id.core.estimation.stage import IDLE_PERIOD, EstimationStage
 from inertial_id.core.frames import OutputFrame
@@ -336,6 +336,8 @@ class Solver(PipelineNode):
                 "give an estimate"
         if online.in_contact:
             return DiagnosticStatus.WARN, "contact: estimate held"
+        if online.drift_warning:
+            return DiagnosticStatus.WARN, online.drift_warning
         if online.frozen:
             return DiagnosticStatus.OK, "frozen"
         if not online.converged:
@@ -360,6 +362,7 @@ class Solver(PipelineNode):
             **{k: v for k, v in ledger.items() if k.startswith("dropped_")},
             "contacts": len(online.contacts), "in_contact": online.in_contact,
             "payload_changes": len(online.payload_changes),
+            "bias_steps": len(online.bias_steps), "open_anomalies": len(online.open_anomalies),
             "monitor_trained": online.monitor.ready,
             "stamp_resets": online.counters[RESETS],
             "setup_error": bool(online.setup_error), "frozen": online.frozen,
@@ -374,6 +377,7 @@ class Solver(PipelineNode):
         values["provisional_samples_received"] = self.stage.provisional_received
         if current.estimate is not None:
             values.update(estimate_values(current.estimate, current.verdicts))
+            values.update(bias_values(current.estimate))
         return level, message, values
 
 
@@ -394,6 +398,22 @@ def estimate_values(estimate: Estimate, verdicts: Verdicts) -> dict[str, Number]
         "condition_number": estimate.condition_number,
         "min_pseudo_inertia_eigenvalue": estimate.min_eigenvalue,
     }
+
+
+def bias_values(estimate: Estimate) -> dict[str, Number]:
+    """The F/T bias for the diagnostics (sensor frame): the current offset and its std and,
+    when the drift is modelled, its rate and std per axis (``bias_fz_n``,
+    ``bias_drift_fz_n_per_s``, ``..._std``; torques in N m)."""
+    values: dict[str, Number] = {}
+    drift = estimate.drift
+    for i, axis in enumerate(WRENCH_AXES):
+        unit = "n" if i < 3 else "nm"
+        values[f"bias_{axis}_{unit}"] = estimate.offset[i]
+        values[f"bias_{axis}_std_{unit}"] = estimate.offset_std[i]
+        if drift is not None:
+            values[f"bias_drift_{axis}_{unit}_per_s"] = drift.rate[i]
+            values[f"bias_drift_{axis}_std_{unit}_per_s"] = drift.std[i]
+    return values
 
 
 def main(args: list[str] | None = None) -> int:

@@ -152,7 +152,8 @@ def online_config(values: Mapping[str, Any], initial: Estimate | None = None) ->
         window_samples=int(v["window_samples"]), method=v["method"],
         epsilon=float(v["epsilon"]),
         solve_timeout=float(v["solve_timeout"]) or None,
-        dedicated_solver=bool(v["dedicated_solver"]), **prior,
+        dedicated_solver=bool(v["dedicated_solver"]), bias_drift=bool(v["bias_drift"]),
+        **prior,
     )
     return OnlineConfig(
         payload=payload, min_samples=int(v["min_samples"]),
@@ -165,4 +166,6 @@ def online_config(values: Mapping[str, Any], initial: Estimate | None = None) ->
         on_samples=int(v["on_samples"]), off_samples=int(v["off_samples"]),
         release=float(v["release"]), gate_margin=float(v["gate_margin"]),
         payload_change_after=float(v["payload_change_after"]),
+        open_anomaly_after=float(v["open_anomaly_after"]),
+        bias_drift_warn=float(v["bias_drift_warn"]),
     )

@@ -203,6 +203,17 @@ SOLVER_PARAMS = URDF_PARAMS + (SOLVER_MODE,) + JOINT_TORQUE_PARAMS + (
           "the data's information (1e-4 moved a 1.5 kg estimate 0.8 g towards a saved 0.8 kg "
           "in a test; it keeps what the saved payload knows of directions the motion does not "
           "excite)", low=0, unit="1", live=True),
+    Param("bias_drift", True, "model the F/T bias as drifting linearly in time "
+          "(temperature): the offset published is the bias now, and its drift rate is "
+          "estimated"),
+    Param("bias_drift_warn", _O.bias_drift_warn, "N/s: /diagnostics warns when the "
+          "estimated force drift exceeds this (torque: a tenth of it in N m/s; 0: never)",
+          low=0, unit="N/s",
+          live=True),
+    Param("open_anomaly_after", _O.open_anomaly_after, "s: a contact not ended after this "
+          "long is reported open and resolved (a bias step, a new payload, or unexplained: "
+          "the contact monitor relearns), so no data are gated for ever (0: never)", low=0,
+          unit="s", live=True),
 )
 """Every parameter of the solver, in any mode (``--help``, replay's solver section)."""
 

@@ -201,6 +201,30 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     sim.add_argument("--wrench-rate", type=float, default=1000.0, help="Hz (default 1000)")
     sim.add_argument("--joint-state-rate", type=float, default=500.0, help="Hz (default 500)")
     sim.add_argument("--seed", type=int, default=0, help="noise seed")
+    _add_sensor_conditions(sim)
+
+
+def _add_sensor_conditions(sim: argparse.ArgumentParser) -> None:
+    """``inertial-id simulate``'s sensor and transport conditions (SensorConditions)."""
+    group = sim.add_argument_group("sensor as it is")
+    group.add_argument("--drift", type=_floats(6), metavar="'FX FY FZ TX TY TZ'",
+                       help="bias drift, N/s and N m/s (default none)")
+    group.add_argument("--rezero", type=float, action="append", default=[], metavar="TIME",
+                       help="a driver's re-zero at TIME s (repeatable)")
+    group.add_argument("--lag", type=_floats(2), default=[0.0, 0.0], metavar="'LOW HIGH'",
+                       help="wrench stamped on reception: lag uniform in [LOW, HIGH] s")
+    group.add_argument("--quantum", type=_floats(2), default=[0.0, 0.0], metavar="'F T'",
+                       help="wrench quantisation, N and N m (default none)")
+    group.add_argument("--period-jitter", type=float, default=0.0, metavar="SHARE",
+                       help="each wrench period scaled by 1 +- SHARE (irregular rate)")
+    group.add_argument("--burst", type=int, default=1, metavar="N",
+                       help="wrenches arrive in bursts of N (default 1)")
+    group.add_argument("--burst-loss", type=float, default=0.0, metavar="SHARE",
+                       help="share of the bursts lost (default 0)")
+    group.add_argument("--joint-jitter", type=float, default=0.0, metavar="SECONDS",
+                       help="joint state stamps jitter, uniform +- (default 0)")
+    group.add_argument("--joint-loss", type=float, default=0.0, metavar="SHARE",
+                       help="share of the joint states lost (default 0)")
 
 
 def _add_play(sub: argparse._SubParsersAction) -> None:
@@ -366,6 +390,7 @@ def _ground_truth(bag: Path) -> dict | None:
 
 def _simulate(args: argparse.Namespace) -> int:
     from inertial_id.core.parameters import BodyParameters
+    from inertial_id.core.sensor_conditions import SensorConditions
     from inertial_id.core.simulation import DEFAULT_OFFSET, Contact, default_payload
     from inertial_id.tools.synthetic import SimulateOptions, simulate_bag
 
@@ -384,6 +409,11 @@ def _simulate(args: argparse.Namespace) -> int:
         contacts=tuple(Contact(c[0], c[1], tuple(c[2:5])) for c in args.contact),
         payload_change=change, driver_payload_at=args.driver_payload_at, seed=args.seed,
         storage=args.storage,
+        conditions=SensorConditions(
+            drift=tuple(args.drift or (0.0,) * 6), rezero=tuple(args.rezero),
+            period_jitter=args.period_jitter, lag=tuple(args.lag), quantum=tuple(args.quantum),
+            burst=args.burst, burst_loss=args.burst_loss, joint_jitter=args.joint_jitter,
+            joint_loss=args.joint_loss),
     ))
     print(f"wrote {path} ({args.duration:g} s, ground truth in {path / 'ground_truth.yaml'})")
     return 0

@@ -113,8 +113,27 @@ class ReplayResult:
         gathering = self.pipeline.gathering
         doc["wrench_delay"] = {"applied": float(gathering.wrench_delay), "estimate": (
             None if gathering.stamp_delay is None else gathering.stamp_delay.as_dict())}
+        doc["bias"] = self.bias_document()
+        doc["open_anomalies"] = [
+            [round(a.start - self.start_time, 4), round(a.resolved_at - self.start_time, 4),
+             a.resolution] for a in self.pipeline.online.open_anomalies]
         if self.partial:  # a complete replay keeps DESIGN.md's keys exactly
             doc["partial"] = True
+        return doc
+
+
+    def bias_document(self) -> dict[str, Any]:
+        """The F/T bias over the run: the steps recognised (s since the first message) and,
+        when the drift is modelled, its rate and std (N/s, N m/s; sensor frame) at ``time``
+        (s since the first message), the time of the estimate's ``wrench_offset``."""
+        online = self.pipeline.online
+        doc: dict[str, Any] = {"steps": [round(t - self.start_time, 4)
+                                         for t in online.bias_steps]}
+        drift = None if self.estimate is None else self.estimate.drift
+        if drift is not None:
+            doc.update(drift=[float(x) for x in drift.rate],
+                       drift_std=[float(x) for x in drift.std],
+                       time=round(drift.time - self.start_time, 4))
         return doc
 
 

@@ -21,6 +21,7 @@ from inertial_id.core.estimation.compensation import PENDING, SETTLED, compensat
 from inertial_id.core.joint_torque.current_arm import MotorCurrentArm, Push
 from inertial_id.core.kinematics import SensorKinematics, urdf_text
 from inertial_id.core.parameters import BodyParameters, vector_from_symmetric
+from inertial_id.core.sensor_conditions import SensorConditions, true_bias, wrench_stream
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
     BUNDLED_SENSOR_FRAME,
@@ -79,6 +80,10 @@ class SimulateOptions:
     seed: int = 0
     trajectory_seed: int = 1
     storage: str = "mcap"
+    conditions: SensorConditions = field(default_factory=SensorConditions)
+    """Drift, re-zero steps, reception stamps, quantisation, irregular rate, bursts
+    (:class:`~inertial_id.core.sensor_conditions.SensorConditions`; an ideal sensor by
+    default)."""
 
 
 def _simulation(options: SimulateOptions) -> tuple[PayloadSimulation, str]:
@@ -117,27 +122,31 @@ def _announcements(options: SimulateOptions) -> list[tuple[str, str, float, Any]
 
 def _messages(sim: PayloadSimulation, urdf_text: str,
               options: SimulateOptions) -> Iterator[tuple[str, str, float, Any]]:
+    """The recording's messages in log-time order: joint states logged just after their
+    stamp, wrenches on arrival (:class:`SensorConditions`)."""
     yield "/robot_description", STRING, START_TIME, string_message(urdf_text)
+    rng = np.random.default_rng([options.seed, 41])  # its own stream: ideal runs unchanged
     joint_times = np.arange(0.0, options.duration, 1.0 / options.joint_state_rate)
-    wrench_times = np.arange(0.0, options.duration, 1.0 / options.wrench_rate)
     positions, velocities = sim.joint_states(joint_times)
     efforts = sim.joint_efforts(joint_times)
-    wrenches = sim.wrench(wrench_times)
+    stream = wrench_stream(sim, options.conditions, options.duration, options.wrench_rate, rng)
+    kept, joint_stamps = options.conditions.joint_stamps(joint_times, rng)
     names = sim.kinematics.joint_names
+    log = [(stamp + 1e-4, 0, j, stamp) for j, stamp in zip(kept, joint_stamps, strict=True)]
+    log += [(arrival + 1e-4, 1, k, stamp) for k, (arrival, stamp) in
+            enumerate(zip(stream.arrival, stream.stamp, strict=True))]
     announcements = _announcements(options)
-    j = 0
-    for k, t in enumerate(wrench_times):
-        while announcements and announcements[0][2] <= START_TIME + t:
+    for at, kind, k, stamp in sorted(log):
+        while announcements and announcements[0][2] <= START_TIME + at:
             yield announcements.pop(0)
-        while j < joint_times.size and joint_times[j] <= t:
-            stamp = START_TIME + joint_times[j]
-            yield ("/joint_states", JOINT_STATE, stamp + 1e-4,
-                   joint_state_message(stamp, names, positions[j], velocities[j],
-                                       efforts[j]))
-            j += 1
-        stamp = START_TIME + t
-        yield "/wrench", WRENCH, stamp + 1e-4, wrench_message(stamp, options.sensor_frame,
-                                                              wrenches[k])
+        if kind == 0:
+            yield ("/joint_states", JOINT_STATE, START_TIME + at,
+                   joint_state_message(START_TIME + stamp, names, positions[k], velocities[k],
+                                       efforts[k]))
+        else:
+            yield ("/wrench", WRENCH, START_TIME + at,
+                   wrench_message(START_TIME + stamp, options.sensor_frame, stream.wrench[k]))
+    yield from announcements
 
 
 def _truth(body: BodyParameters) -> dict[str, Any]:
@@ -162,6 +171,14 @@ def simulate_bag(path: str | Path, options: SimulateOptions) -> Path:
     if options.driver_payload_at is not None:
         truth["driver_payload"] = {"time": options.driver_payload_at,
                                    "pi": _driver_pi(options).tolist()}
+    c = options.conditions
+    if c != SensorConditions():
+        truth["sensor_conditions"] = {
+            "drift": list(c.drift), "rezero": list(c.rezero),
+            "period_jitter": c.period_jitter, "lag": list(c.lag), "quantum": list(c.quantum),
+            "burst": c.burst, "burst_loss": c.burst_loss, "joint_jitter": c.joint_jitter,
+            "joint_loss": c.joint_loss}
+        truth["wrench_offset_end"] = true_bias(sim, c, [options.duration])[0].tolist()
     if options.payload_change:
         truth["payload_change"] = {"time": options.payload_change[0],
                                    "payload": _truth(options.payload_change[1])}

@@ -168,8 +168,13 @@ def test_yaml_follows_the_contract(replayed: dict[str, ReplayResult], tmp_path: 
     result = replayed["mcap"]
     doc = result.to_yaml()
     assert list(doc) == ["estimate", "contacts", "samples_used", "ledger", "setup_errors",
-                         "filter", "wrench_delay"]
-    assert doc["setup_errors"] == []
+                         "filter", "wrench_delay", "bias", "open_anomalies"]
+    assert doc["setup_errors"] == [] and doc["open_anomalies"] == []
+    bias = doc["bias"]  # the drift modelled by default: its rate and std at the last sample
+    assert bias["steps"] == [] and len(bias["drift"]) == len(bias["drift_std"]) == 6
+    assert all(abs(d) < 4.0 * s + 1e-4
+               for d, s in zip(bias["drift"], bias["drift_std"], strict=True))
+    assert DURATION - 0.5 < bias["time"] <= DURATION
     choice = doc["filter"]  # the gatherer's filter and its evidence, chosen from the data
     assert choice["source"] == "data" and type(choice["window_samples"]) is int
     assert all(type(v) in (int, float, str) for v in choice.values()), choice

@@ -94,18 +94,21 @@ class HeldSamples:
                 break
         return dropped
 
-    def release(self, horizon: float) -> NDArray[np.float64] | None:
-        """The rows of the samples stamped at or before ``horizon`` (no longer held), or
-        None when there are none."""
-        released = []
+    def release(self, horizon: float) -> Block | None:
+        """The stamps and rows of the samples stamped at or before ``horizon`` (no longer
+        held), or None when there are none."""
+        released: list[Block] = []
         while self._blocks and self._blocks[0][0][0] <= horizon:
             stamps, rows = self._blocks.popleft()
             split = int(np.searchsorted(stamps, horizon, side="right"))
-            released.append(rows[:split])
+            released.append((stamps[:split], rows[:split]))
             if split < stamps.size:
                 self._blocks.appendleft((stamps[split:], rows[split:]))
                 break
-        return np.concatenate(released) if released else None
+        if not released:
+            return None
+        stamps, rows = zip(*released, strict=True)
+        return np.concatenate(stamps), np.concatenate(rows)
 
     def clear(self) -> int:
         """Forget every held sample; how many there were."""

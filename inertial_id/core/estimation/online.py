@@ -8,15 +8,17 @@ wrench) and
 2. holds samples for ``gate_margin`` seconds, so that the samples just before a detected
    contact can still be dropped; samples within ``gate_margin`` of a contact never reach
    the estimate;
-3. treats an anomaly lasting longer than ``payload_change_after`` seconds as a new payload
-   (grasp or release): the statistics restart and the new payload is identified;
+3. tests an anomaly lasting longer than ``payload_change_after`` seconds as a step of the
+   F/T bias (the offset is relearned, ``pi`` kept) or a new payload (grasp or release: the
+   statistics restart and the new payload is identified), and reports one lasting
+   ``open_anomaly_after`` as open and resolves it
+   (:mod:`~inertial_id.core.estimation.resolution`);
 4. solves on request, keeping the last good estimate when a solve fails and while in contact.
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
-from dataclasses import replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -28,6 +30,7 @@ from inertial_id.core.errors import (
 )
 from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.anomaly import ContactInterval, T2Monitor
+from inertial_id.core.estimation.bias_step import OpenAnomaly
 from inertial_id.core.estimation.held import Anomaly, HeldSamples, held_rows
 from inertial_id.core.estimation.online_types import (
     OnlineConfig,
@@ -43,19 +46,20 @@ from inertial_id.core.estimation.payload_change import (
     SAMPLE_COLUMNS,
     NewPayloadTest,
 )
+from inertial_id.core.estimation.resolution import (
+    FROZEN,
+    GATED,
+    RESET,
+    TARE_SAMPLES,
+    AnomalyResolution,
+)
 from inertial_id.core.estimation.setup_check import MIN_SAMPLES as SETUP_MIN_SAMPLES
 from inertial_id.core.estimation.setup_check import SetupCheck, SetupProblem
 from inertial_id.core.regressor import batch_gram, predicted_wrench
 from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE, StampPolicy
 
-CHANGE_RECHECK = 0.5
-"""Seconds between two payload-change checks during a long anomaly."""
-GATED, FROZEN, RESET = "gated", "frozen", "reset"
-"""Ledger reasons: held out near a contact, arrived while frozen, held when reset."""
 DROP_KEYS = (GATED, FROZEN, RESET, JUMP, OUT_OF_RANGE)
 """The ledger's drop reasons (:meth:`OnlineEstimator.ledger`)."""
-TARE_SAMPLES = 200
-"""Latest samples (at most this many batches of them) whose mean residual a tare removes."""
 MAX_FILTER_SPAN = 10.0
 """s: a longer past span of the gatherer's filter (its windows are under a second) is no
 filter's."""
@@ -64,12 +68,13 @@ CORRELATION_SHARE = 0.5
 span (a smooth kernel over W samples leaves about W / 2 correlated ones): the correlation
 time of the contact monitor's confirmation
 (:class:`~inertial_id.core.estimation.anomaly.T2Monitor`)."""
+WRENCH_AXES = ("fx", "fy", "fz", "tx", "ty", "tz")
 SETUP_CHECK_EVERY = 1000
 """Samples between two set-up checks (:class:`SetupCheck`; a second at 1 kHz: a set-up
 mistake is there from the start, and each check refits three least-squares problems)."""
 
 
-class OnlineEstimator:
+class OnlineEstimator(AnomalyResolution):
     """See the module docstring."""
 
     def __init__(self, config: OnlineConfig | None = None) -> None:
@@ -81,6 +86,8 @@ class OnlineEstimator:
         self.frozen = False
         self.contacts: list[ContactInterval] = []
         self.payload_changes: list[float] = []
+        self.bias_steps: list[float] = []  # stamps (s) of recognised steps of the bias
+        self.open_anomalies: list[OpenAnomaly] = []
         self._held = HeldSamples()  # waiting for the contact gate
         self._exclude_until = -np.inf
         self._latest = -np.inf
@@ -159,6 +166,20 @@ class OnlineEstimator:
     def setup_error(self) -> str:
         """The set-up mistakes the data show, one line ("" when none)."""
         return "; ".join(p.message for p in self.setup_problems)
+
+    @property
+    def drift_warning(self) -> str:
+        """The axes whose modelled bias drift passes ``bias_drift_warn``, one line ("" when
+        none, without a drift model or without a limit)."""
+        limit = self.config.bias_drift_warn
+        drift = None if self.estimate is None else self.estimate.drift
+        if drift is None or not limit > 0:
+            return ""
+        over = np.flatnonzero(np.abs(drift.rate) > np.repeat([limit, 0.1 * limit], 3))
+        if not over.size:
+            return ""
+        axes = ", ".join(f"{WRENCH_AXES[i]} {drift.rate[i]:+.3g}/s" for i in over)
+        return f"F/T bias drifting: {axes} (limit {limit:g} N/s, torques a tenth)"
 
     @property
     def in_contact(self) -> bool:
@@ -323,7 +344,8 @@ class OnlineEstimator:
         if self.monitor.in_contact and not was_in_contact:
             events.append("contact_start")
             self._anomaly.start(self.monitor.contact_start or t[-1],
-                                self.config.payload_change_after)
+                                self.config.payload_change_after
+                                or self.config.open_anomaly_after)
         if len(self.monitor.intervals) > n_intervals:
             events.append("contact_end")
             self.contacts.extend(self.monitor.intervals[n_intervals:])
@@ -342,48 +364,19 @@ class OnlineEstimator:
         if data is None:
             return
         if self.frozen:
-            self.counters[FROZEN] += data.shape[0]
+            self.counters[FROZEN] += data[0].size
         else:
-            self._take(data)
-            self.used += data.shape[0]
+            self._take(*data)
+            self.used += data[0].size
 
-    def _take(self, rows: NDArray[np.float64]) -> None:
-        """Held rows (:data:`SAMPLE_COLUMNS` first) into the estimate's and the set-up check's
-        statistics, from one Gram matrix of them (both with the smoothed angular-velocity
-        products)."""
-        gram = batch_gram(rows[:, :6], rows[:, 6:12], rows[:, 12:18], rows[:, PRODUCTS])
+    def _take(self, stamps: NDArray[np.float64], rows: NDArray[np.float64]) -> None:
+        """Held rows (:data:`SAMPLE_COLUMNS` first) and their stamps into the estimate's and
+        the set-up check's statistics, from one Gram matrix of them (both with the smoothed
+        angular-velocity products; the estimate's with the stamps when the bias drifts)."""
+        tau = self.identifier.drift_tau(stamps) if self.config.payload.bias_drift else None
+        gram = batch_gram(rows[:, :6], rows[:, 6:12], rows[:, 12:18], rows[:, PRODUCTS], tau)
         self.identifier.add_gram(gram, rows[:, NOISE].reshape(-1, 6, 6))
-        self.setup.add_gram(gram)
-
-    def _check_payload_change(self, now: float, events: list[str]) -> None:
-        """Is the sustained anomaly a new payload? Fit one to the anomaly's samples.
-
-        A candidate payload (offset kept) is fitted to the samples since the anomaly began;
-        if it explains them (under ``CHANGE_OUTLIERS`` of their raw residuals above the T^2
-        threshold) the robot holds something new: the statistics restart from those samples.
-        Otherwise it is a long contact, checked again ``CHANGE_RECHECK`` seconds later.
-        """
-        self._anomaly.next_check = now + CHANGE_RECHECK
-        held = self._anomaly.samples()
-        if self.estimate is None or held is None:
-            return
-        stamps, rows = held
-        if stamps.size < self.config.min_samples // 5:
-            return
-        if not self._change_test.explains(rows, self.estimate.offset, self.identifier.sign,
-                                          self.monitor, self.config.payload):
-            return
-        self.payload_changes.append(float(stamps[0]))
-        events.append("payload_change")
-        self.identifier.reset()
-        self.setup.reset()
-        self._take(rows)
-        self.counters[GATED] -= stamps.size  # they were held out as a contact: now used
-        self.used += stamps.size
-        self.monitor = self._new_monitor()
-        self.estimate, self.from_data = None, False
-        self._anomaly.clear()
-        self._exclude_until = -np.inf
+        self.setup.add_gram(gram[:19, :19])
 
     def solve(self) -> Estimate | None:
         """Re-estimate (unless in contact, frozen or short of data); keeps the last good one.
@@ -460,29 +453,6 @@ class OnlineEstimator:
         out.update({f"dropped_{key}": int(count) for key, count in self.counters.items()
                     if key in DROP_KEYS})
         return out
-
-    def tare(self) -> Estimate:
-        """Re-estimate the F/T offset with the payload known, keeping what the data say of it.
-
-        Call it when nothing touches the payload. The new offset is the current one plus the
-        mean residual of the latest ``TARE_SAMPLES`` samples (their residuals only carry the
-        bias change then). The statistics keep their information on ``pi`` with the old offset
-        eliminated (Schur complement), so only the offset is learned anew; an anomaly the
-        bias change raised is cleared without being logged as a contact.
-        """
-        if self.estimate is None or not self._recent_residuals:
-            raise InertialIdError("tare needs an estimate of the payload and recent samples")
-        recent = np.concatenate(self._recent_residuals)[-TARE_SAMPLES:]
-        offset = self.estimate.offset + recent.mean(axis=0)
-        self.identifier.forget_offset()
-        self.setup.reset()  # its statistics assume one offset throughout
-        self._recent_residuals.clear()
-        self.monitor.clear_contact()
-        self._anomaly.clear()
-        self._exclude_until = self._latest + self.config.gate_margin
-        self.estimate = replace(self.estimate, offset=offset)
-        return self.estimate
-
 
 def first_at_or_after(times: NDArray[np.float64], t: float) -> int:
     """Index of the first of ``times`` (in order, not necessarily increasing) at or after

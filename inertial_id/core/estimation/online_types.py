@@ -29,7 +29,11 @@ class OnlineConfig:
     ``confidence``, ``training_samples``, ``training_time``, ``on_samples``, ``off_samples``,
     ``release``: the
     :class:`T2Monitor`. ``gate_margin``: samples this close to a contact are not used.
-    ``payload_change_after``: an anomaly this long restarts the estimate (0 disables).
+    ``payload_change_after``: an anomaly this long is tested as a step of the bias or a new
+    payload (0 disables). ``open_anomaly_after``: an anomaly this long is reported open and
+    resolved (a bias step, a new payload, or unexplained: the monitor relearns); 0: never.
+    ``bias_drift_warn`` (N/s; torques a tenth of it, N m/s): a modelled bias drift beyond it
+    is a warning (:attr:`OnlineEstimator.drift_warning`); 0: never.
     """
 
     payload: PayloadConfig = field(default_factory=PayloadConfig)
@@ -46,13 +50,17 @@ class OnlineConfig:
     release: float = 0.7
     gate_margin: float = 0.05
     payload_change_after: float = 1.5
+    open_anomaly_after: float = 10.0
+    bias_drift_warn: float = 0.05
 
     def __post_init__(self) -> None:
         if not (self.converged_mass_std > 0 and self.converged_com_std > 0
                 and self.converged_inertia_std > 0):
             raise InertialIdError("the converged thresholds must be positive")
-        if self.min_samples < 1 or self.gate_margin < 0 or self.payload_change_after < 0:
-            raise InertialIdError("min_samples >= 1, gate_margin >= 0, payload_change_after >= 0")
+        if (self.min_samples < 1 or self.gate_margin < 0 or self.payload_change_after < 0
+                or self.open_anomaly_after < 0 or self.bias_drift_warn < 0):
+            raise InertialIdError("min_samples >= 1, gate_margin >= 0, payload_change_after "
+                                  ">= 0, open_anomaly_after >= 0, bias_drift_warn >= 0")
         if not 0.0 < self.confidence < 1.0:
             raise InertialIdError(f"confidence must be in (0, 1), got {self.confidence}")
         if self.training_samples <= 2 * 6:
@@ -107,7 +115,7 @@ class StepResult:
     sign convention.
     ``t2`` and ``contact`` are the monitor's per-sample output (zeros / False until trained).
     ``events`` lists what happened (``"contact_start"``, ``"contact_end"``,
-    ``"payload_change"``, ``"monitor_trained"``).
+    ``"payload_change"``, ``"bias_step"``, ``"anomaly_unexplained"``, ``"monitor_trained"``).
     """
 
     times: NDArray[np.float64]

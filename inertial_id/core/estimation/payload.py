@@ -11,13 +11,20 @@ information is kept apart and removed before each solve
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError, SampleError
 from inertial_id.core.estimate import N_PI, N_UNKNOWNS, Estimate
+from inertial_id.core.estimation.drift import (
+    N_WITH_DRIFT,
+    DriftNormalEquations,
+    Profile,
+    drift_of,
+    profile_drift,
+)
 from inertial_id.core.estimation.estimators import ConsistentEstimator, Constraints, least_squares
 from inertial_id.core.estimation.manifold import ManifoldEstimator
 from inertial_id.core.estimation.pls import pls
@@ -60,6 +67,8 @@ class PayloadConfig:
     default 80 ms window). The sliding window uses its own blocks of ``block_samples``.
     ``dedicated_solver``: ``lmi_sdp`` solves with :mod:`inertial_id.core.estimation.sdp` where it
     covers the problem (cvxpy otherwise, and as long as it is not compiled and loaded).
+    ``bias_drift``: the offset drifts linearly (:mod:`inertial_id.core.estimation.drift`);
+    samples then need their stamps, and the estimate's offset is the bias at the latest.
     """
 
     wrench_sign: str = "payload_on_sensor"
@@ -80,6 +89,7 @@ class PayloadConfig:
     pls_components: int = 0
     score_block_samples: int = 250
     dedicated_solver: bool = True
+    bias_drift: bool = False
 
     def __post_init__(self) -> None:
         wrench_sign(self.wrench_sign)
@@ -97,6 +107,8 @@ class PayloadConfig:
         if self.window_samples < 0 or self.block_samples < 1 or self.score_block_samples < 0:
             raise InertialIdError("window_samples and score_block_samples must be >= 0, "
                                   "block_samples >= 1")
+        if self.bias_drift and self.known_offset is not None:
+            raise InertialIdError("bias_drift needs the offset estimated, not known_offset")
         if self.known_offset is not None and self.method in ("manifold", "pls"):
             raise InertialIdError(f"known_offset is not supported by method {self.method}")
         if self.prior is not None and len(self.prior) != 10:
@@ -125,7 +137,7 @@ class PayloadIdentifier:
 
     RESTART_FIELDS = ("wrench_sign", "window_samples", "block_samples", "method",
                       "regularization", "constraints", "known_offset", "pls_components",
-                      "score_block_samples")
+                      "score_block_samples", "bias_drift")
     """Settings the accumulated statistics depend on: they cannot change while running."""
 
     def reconfigure(self, config: PayloadConfig) -> None:
@@ -152,14 +164,38 @@ class PayloadIdentifier:
             [config.force_noise_std**-2, config.torque_noise_std**-2], 3)
         self._noise_basis = noise_information_basis(self._axis_weights)
         self._normal_equations = BatchNormalEquations(self.sign, self._axis_weights)
+        if config.bias_drift:
+            self._normal_equations = DriftNormalEquations(self._normal_equations)
 
     def reset(self) -> None:
         """Forget all data."""
-        self._all = SufficientStatistics(N_UNKNOWNS, self.config.score_block_samples)
+        n = self.n_unknowns
+        self._all = SufficientStatistics(n, self.config.score_block_samples)
         self._window = None
         if self.config.window_samples > 0:
             blocks = max(1, self.config.window_samples // self.config.block_samples)
-            self._window = SlidingWindow(N_UNKNOWNS, self.config.block_samples, blocks)
+            self._window = SlidingWindow(n, self.config.block_samples, blocks)
+        self._origin: float | None = None  # s: the drift's reference time
+        self._tau_latest = 0.0
+
+    @property
+    def n_unknowns(self) -> int:
+        """Unknowns of the statistics: ``[pi; offset]``, and the drift rate with
+        ``bias_drift``."""
+        return N_WITH_DRIFT if self.config.bias_drift else N_UNKNOWNS
+
+    def drift_tau(self, times: ArrayLike) -> NDArray[np.float64]:
+        """Each stamp's time (s) from the drift's reference (the first stamp given since the
+        last :meth:`reset`), for :func:`~inertial_id.core.regressor.batch_gram`; the latest
+        is the time of the current bias."""
+        t = np.asarray(times, dtype=float)
+        if t.size == 0:
+            return t
+        if self._origin is None:
+            self._origin = float(t[0])
+        tau = t - self._origin
+        self._tau_latest = max(self._tau_latest, float(tau.max()))
+        return tau
 
     @property
     def statistics(self) -> SufficientStatistics:
@@ -183,7 +219,7 @@ class PayloadIdentifier:
 
     def add(self, twist: ArrayLike, proper_acceleration: ArrayLike, wrench: ArrayLike,
             acceleration_noise: ArrayLike | None = None,
-            products: ArrayLike | None = None) -> None:
+            products: ArrayLike | None = None, times: ArrayLike | None = None) -> None:
         """Accumulate N samples: (N, 6) twists, proper accelerations and measured wrenches,
         and optionally (N, 6, 6) covariances of the noise in ``[a_lin + w x v_lin; alpha]``
         and (N, 6) smoothed angular-velocity products
@@ -194,20 +230,30 @@ class PayloadIdentifier:
         their normal equations come from the batch's feature Gram matrix
         (:class:`~inertial_id.core.regressor.BatchNormalEquations`). A wrong size or a NaN or
         inf raises :class:`SampleError` before anything changes (forgetting included).
+        ``times`` (N,) s: the samples' stamps, needed with ``bias_drift``.
         """
         wrench = np.atleast_2d(np.asarray(wrench, dtype=float))
         if wrench.shape[-1] != 6:
             raise SampleError(f"wrenches must be (N, 6), got {wrench.shape}")
         if wrench.shape[0] == 0:
             return
-        self.add_gram(batch_gram(twist, proper_acceleration, wrench, products),
+        tau = None
+        if self.config.bias_drift:
+            if times is None or np.shape(times) != (wrench.shape[0],):
+                raise SampleError("a drifting bias needs each sample's stamp")
+            tau = self.drift_tau(times)
+        self.add_gram(batch_gram(twist, proper_acceleration, wrench, products, tau),
                       acceleration_noise)
 
     def add_gram(self, gram: NDArray[np.float64],
                  acceleration_noise: ArrayLike | None = None) -> None:
         """:meth:`add` for a batch given by its :func:`~inertial_id.core.regressor.batch_gram`
-        (19, 19; N its ones' sum) and optionally its (N, 6, 6) acceleration noise
-        covariances."""
+        (19, 19; N its ones' sum; with ``bias_drift`` (20, 20), with the times from
+        :meth:`drift_tau`) and optionally its (N, 6, 6) acceleration noise covariances."""
+        size = 20 if self.config.bias_drift else 19
+        if gram.shape != (size, size):
+            raise SampleError(f"a batch's Gram matrix must be ({size}, {size}), got "
+                              f"{gram.shape}")
         n = gram_samples(gram)
         if n == 0:
             return
@@ -219,7 +265,9 @@ class PayloadIdentifier:
                 raise SampleError(f"acceleration noise must be ({n}, 6, 6), got "
                                   f"{covariances.shape}")
             covariance = covariances.sum(0)
-            noise = np.tensordot(covariance, self._noise_basis, axes=2)
+            noise = np.zeros((self.n_unknowns, self.n_unknowns))
+            noise[:N_UNKNOWNS, :N_UNKNOWNS] = np.tensordot(covariance, self._noise_basis,
+                                                           axes=2)
         if self._window is not None:
             self._window.add_normal_equations(information, moment, energy, 6 * n, n, noise)
             return
@@ -236,8 +284,29 @@ class PayloadIdentifier:
 
     def estimate(self) -> Estimate:
         """Solve with the configured method (raises ``SolverError`` when it cannot)."""
-        method = self.config.method
+        statistics, profile = self._solver_input()
+        estimate = self._solve(statistics)
+        if profile is None:
+            return estimate
+        time = (self._origin or 0.0) + self._tau_latest
+        return replace(estimate, drift=drift_of(estimate, profile, statistics, time))
+
+    def solved_statistics(self) -> SufficientStatistics:
+        """The statistics of ``[pi; offset]`` the solvers see: corrected for the rows'
+        noise and, with ``bias_drift``, the drift profiled out (the offset the bias at the
+        latest sample)."""
+        return self._solver_input()[0]
+
+    def _solver_input(self) -> tuple[SufficientStatistics, Profile | None]:
+        """:meth:`solved_statistics` and, with ``bias_drift``, what recovers the drift."""
         statistics = self.statistics.corrected()
+        if not self.config.bias_drift:
+            return statistics, None
+        return profile_drift(statistics, self._tau_latest)
+
+    def _solve(self, statistics: SufficientStatistics) -> Estimate:
+        """The configured method on statistics of ``[pi; offset]``."""
+        method = self.config.method
         if method == "least_squares":
             return least_squares(statistics, self.config.known_offset)
         if method == "pls":

@@ -63,7 +63,7 @@ class NewPayloadTest:
         if self._candidate is None:
             self._candidate = PayloadIdentifier(replace(
                 payload, method="lmi_sdp", window_samples=0, forgetting_factor=1.0,
-                known_offset=tuple(float(x) for x in offset)))
+                bias_drift=False, known_offset=tuple(float(x) for x in offset)))
         else:
             self._candidate.set_known_offset(offset)
         return self._candidate

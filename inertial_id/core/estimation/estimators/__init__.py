@@ -20,6 +20,7 @@ from inertial_id.core.estimate import (
     N_OFFSET,
     N_PI,
     N_UNKNOWNS,
+    BiasDrift,
     Estimate,
     covariance_factor,
     identifiability,
@@ -37,7 +38,7 @@ from inertial_id.core.estimation.sdp import (
     prior_scale,  # the uncompiled function (numba wraps a copy)
 )
 
-__all__ = ["N_OFFSET", "N_PI", "N_UNKNOWNS", "REGULARIZATIONS", "ConsistentEstimator",
+__all__ = ["N_OFFSET", "N_PI", "N_UNKNOWNS", "REGULARIZATIONS", "BiasDrift", "ConsistentEstimator",
            "Constraints", "Estimate", "covariance_factor", "identifiability", "least_squares",
            "make_estimate", "prior_scale", "pseudo_inertia_expression",
            "scaled_condition_number", "square_root"]
