@@ -18,7 +18,6 @@ keeps the last published set.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -59,6 +58,16 @@ def decode_joint_state(raw: bytes, decoder: CdrDecoder, mapper: JointMapper,
     return checked_state(joint_state_from_bytes(raw, decoder), mapper, policy, last)
 
 
+def link_options(values: Mapping[str, Any]) -> LinkOptions:
+    """The identification's options from the solver node's parameter values."""
+    if values["links_method"] not in METHODS:
+        raise InertialIdError(f"links_method must be one of {', '.join(METHODS)}, got "
+                              f"{values['links_method']!r}")
+    return LinkOptions(method=values["links_method"],
+                       prior_weight=float(values["links_prior_weight"]),
+                       fit_gains=bool(values["links_fit_gains"]), friction=FrictionModel())
+
+
 class LinksMode:
     """See the module docstring; ``values`` are the solver node's parameter values."""
 
@@ -78,25 +87,13 @@ class LinksMode:
                                   self.solve_and_publish)
         self.description = RobotDescription(node, dict(values), self.configure)
 
-    @staticmethod
-    def options(values: Mapping[str, Any]) -> LinkOptions:
-        """The identification's options from the node's parameter values."""
-        if values["links_method"] not in METHODS:
-            raise InertialIdError(f"links_method must be one of {', '.join(METHODS)}, got "
-                                  f"{values['links_method']!r}")
-        return LinkOptions(method=values["links_method"],
-                           prior_weight=float(values["links_prior_weight"]),
-                           fit_gains=bool(values["links_fit_gains"]), friction=FrictionModel())
-
     def reconfigure(self, values: Mapping[str, Any], changed: set[str]) -> None:
         """Runtime parameter changes: method, prior weight, gains, decimation, horizon and
         solve period (from the next fit on)."""
-        options = self.options(values)
+        options = link_options(values)
         self.values = dict(values)
         if self.stream is not None:
-            self.stream.options = replace(self.stream.options, method=options.method,
-                                          prior_weight=options.prior_weight,
-                                          fit_gains=options.fit_gains)
+            self.stream.options = options
             self.stream.decimation = max(1, int(values["links_decimation"]))
             self.stream.horizon = float(values["links_horizon"])
         if "links_solve_period" in changed:
@@ -106,7 +103,7 @@ class LinksMode:
         """The link stage once the URDF is known; joints not identified are locked at 0."""
         values = self.values
         self.stream = LinkStream(link_model(urdf, list(values["links_joints"])),
-                                 self.options(values), int(values["links_window"]),
+                                 link_options(values), int(values["links_window"]),
                                  int(values["links_decimation"]),
                                  float(values["links_horizon"]))
         self.status = (DiagnosticStatus.WARN, "collecting joint states")
