@@ -48,8 +48,7 @@ def node_help(node: str) -> str:
 def main(node: str) -> int:
     """Entry point of the node executables: the stop handlers first (stops bounded in
     time; a stop while the modules load ends the process at once), then the help text
-    (:func:`node_help`) or the node module, and the process ends as soon as the node is torn
-    down (:func:`inertial_id.nodes.stopping.end_process`)."""
+    (:func:`node_help`) or the node module."""
     stopping.install(bounded=True)
     with stopping.ending_at_once():  # a stop while the modules load ends the process then
         from rclpy.utilities import remove_ros_args
@@ -58,7 +57,7 @@ def main(node: str) -> int:
             print(node_help(node))
             return 0
         module = import_module(f"inertial_id.nodes.{node}")
-    return stopping.end_process(module.main())
+    return module.main()
 
 
 def cli() -> int:

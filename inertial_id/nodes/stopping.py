@@ -42,7 +42,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import NoReturn
 
 STOP_REPORT_AFTER = 3.0
 """s after a stop request after which a process still running dumps its threads' stacks."""
@@ -114,18 +113,6 @@ def _end_at_once() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
-
-
-def end_process(code: int) -> NoReturn:
-    """End a node executable whose node is torn down (context shut down, node destroyed):
-    flush, then ``os._exit(code)``, without Python's finalization. That finalization (the
-    modules' teardown, the middleware's C++ static destructors) was the slow part of a stop:
-    under load a kinematics node was torn down 12 ms after its SIGINT and exited 2.4 s after
-    it, and nothing bounds it (the bound's timers are daemon threads, which finalization
-    stops)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 @contextmanager

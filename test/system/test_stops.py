@@ -277,14 +277,3 @@ def test_a_stop_that_ends_in_time_prints_nothing() -> None:
     done = _stop_script(1.5, "time.sleep(0.5)")
     assert done.returncode == 0 and done.stderr == "", done.stderr
 
-
-def test_a_node_executable_ends_once_torn_down_with_its_output_flushed() -> None:
-    """``end_process``: the exit status given, the output written, nothing run after it (no
-    finalization: an ``atexit`` handler does not run)."""
-    script = "\n".join(("import atexit, sys", "from inertial_id.nodes import stopping",
-                        "atexit.register(lambda: print('finalized'))",
-                        "print('torn down', end='')", "sys.stderr.write('log line')",
-                        "stopping.end_process(3)", "print('not reached')"))
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60)
-    assert (done.returncode, done.stdout, done.stderr) == (3, "torn down", "log line"), done
