@@ -58,7 +58,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from inertial_id.core import sdp  # noqa: E402
+from inertial_id.core.estimation import sdp  # noqa: E402
 from inertial_id.core.estimation.estimators import (  # noqa: E402
     ConsistentEstimator,
     prior_scale,

@@ -36,12 +36,16 @@ def link(gatherer: Gatherer, kinematics: Kinematics, solver: Solver) -> None:
     kinematics.batches.link(solver.on_samples, solver.subscription, solver)
 
 
-def pipeline_nodes(overrides: Sequence[Parameter] = ()) -> list[Node]:
+def pipeline_nodes(overrides: Sequence[Parameter] = (),
+                   cli_args: Sequence[str] | None = None) -> list[Node]:
     """The three nodes, linked (``overrides``: parameters of the gatherer and kinematics,
-    e.g. ``urdf_path``)."""
-    gatherer = Gatherer(parameter_overrides=list(overrides))
-    kinematics = Kinematics(parameter_overrides=list(overrides))
-    solver = Solver()
+    e.g. ``urdf_path``; ``cli_args``: every node's own ROS arguments, the ``-p`` rules given
+    again so that they win over the parameter files, :func:`~inertial_id.nodes.runner.
+    parameter_rules`)."""
+    args = None if cli_args is None else list(cli_args)
+    gatherer = Gatherer(parameter_overrides=list(overrides), cli_args=args)
+    kinematics = Kinematics(parameter_overrides=list(overrides), cli_args=args)
+    solver = Solver(cli_args=args)
     link(gatherer, kinematics, solver)
     return [gatherer, kinematics, solver]
 
@@ -53,4 +57,4 @@ def main(args: list[str] | None = None) -> int:
              if a.startswith(URDF_FLAG + "=")]
     kept = [a for a in argv if not a.startswith(URDF_FLAG + "=")]
     overrides = [Parameter("urdf_path", value=paths[-1])] if paths and paths[-1] else []
-    return run(lambda: pipeline_nodes(overrides), kept)
+    return run(lambda cli_args=None: pipeline_nodes(overrides, cli_args), kept)

@@ -20,6 +20,11 @@ from inertial_id.nodes import stopping
 from inertial_id.nodes.common import PipelineNode, init, make_executor, spin
 from inertial_id.nodes.managed import managed, managed_requested
 
+ROS_VALUE_FLAGS = frozenset({"-r", "--remap", "--params-file", "--log-level", "--log-config-file",
+                             "--log-file-name", "-e", "--enclave"})
+"""ROS arguments that take the next argument as their value (not a flag of its own)."""
+PARAMETER_FLAGS = ("-p", "--param")
+
 SENSOR_FRAME_FLAG = "--sensor-frame"
 """Non-ROS argument ``--sensor-frame=FRAME``: the launch file's ``sensor_frame`` argument."""
 
@@ -36,13 +41,40 @@ def with_sensor_frame(argv: Sequence[str]) -> list[str]:
     return kept
 
 
-def run(node_factory: Callable[[], Node | list[Node]], args: Sequence[str] | None = None) -> int:
+def parameter_rules(argv: Sequence[str]) -> list[str]:
+    """The ``-p``/``--param`` rules among ``argv``'s ROS arguments, in their order, as a node's
+    own arguments (``["--ros-args", "-p", "name:=value", ...]``; empty without any). rcl merges a
+    ``-p`` value into the ``/**`` section of the parameter files, wherever that section first
+    appeared, so a later file's ``/**/<node>`` section overrode it; a node's own arguments are
+    applied after all the global ones (files included), so given again there a ``-p`` value
+    wins over every file, whatever their order and sections. rcl parses the values, as it
+    parses the global ones."""
+    rules: list[str] = []
+    in_ros = False
+    items = iter(argv)
+    for argument in items:
+        if argument == "--ros-args":
+            in_ros = True
+        elif argument == "--":
+            in_ros = False
+        elif in_ros and argument in PARAMETER_FLAGS:
+            value = next(items, None)
+            if value is not None:
+                rules += ["-p", value]
+        elif in_ros and argument in ROS_VALUE_FLAGS:
+            next(items, None)
+    return ["--ros-args", *rules] if rules else []
+
+
+def run(node_factory: Callable[..., Node | list[Node]],
+        args: Sequence[str] | None = None) -> int:
     """Standard ``main``: init, spin one node (or the nodes ``node_factory`` gives, on one
     executor) until SIGINT/SIGTERM, shut down; exit code 0
     for a stop at any moment, 1 on a start-up error (one line). ``--managed`` (or
     ``--managed=true``) among the non-ROS arguments starts a pipeline node's lifecycle version
     (:mod:`inertial_id.nodes.managed`); ``--sensor-frame=FRAME`` sets ``sensor_frame``
-    (:func:`with_sensor_frame`)."""
+    (:func:`with_sensor_frame`); ``-p`` values win over the parameter files
+    (:func:`parameter_rules`)."""
     args = with_sensor_frame(sys.argv if args is None else args)
     try:
         wanted = managed_requested(remove_ros_args(args)[1:])
@@ -60,7 +92,8 @@ def run(node_factory: Callable[[], Node | list[Node]], args: Sequence[str] | Non
     try:
         if stopping.requested():
             return 0
-        made = node_factory()
+        rules = parameter_rules(args)
+        made = node_factory(cli_args=rules) if rules else node_factory()
         nodes = made if isinstance(made, list) else [made]
         executor = make_executor()
         for node in nodes:

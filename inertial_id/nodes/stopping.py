@@ -43,15 +43,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-STOP_REPORT_AFTER = 10.0
+STOP_REPORT_AFTER = 3.0
 """s after a stop request after which a process still running dumps its threads' stacks."""
 
-STOP_EXIT_AFTER = 20.0
+STOP_EXIT_AFTER = 4.0
 """s after a stop request after which a process still running ends without finishing."""
 
-STOP_KILL_AFTER = 24.0
+STOP_KILL_AFTER = 4.5
 """s after a stop request after which a node executable ends even if a C call holds the
-interpreter lock (exit status 1; :mod:`faulthandler`'s watchdog thread)."""
+interpreter lock (exit status 1; :mod:`faulthandler`'s watchdog thread): within the 5 s after
+which ``ros2 launch`` escalates to SIGTERM."""
 
 DUPLICATE_WINDOW = 0.5
 """s after a stop request within which another signal is the same request (module docstring)."""

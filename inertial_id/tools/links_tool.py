@@ -26,16 +26,11 @@ from inertial_id.core.joint_torque.link_selection import (
     VELOCITY_SCALES,
     LinkOptions,
     coulomb_candidates,
-    identify_links,
     memory_candidates,
 )
+from inertial_id.core.joint_torque.link_stream import fit_links
 from inertial_id.core.joint_torque.link_urdf import identified_urdf
-from inertial_id.core.joint_torque.links import (
-    METHODS,
-    LinkIdentification,
-    estimate_document,
-    link_document,
-)
+from inertial_id.core.joint_torque.links import METHODS, LinkIdentification
 from inertial_id.io.joint_records import JointTable, joint_data, read_joint_bag, read_joint_csv
 from inertial_id.tools.arguments import add_bag, former_flag, given_bag, name_value_pair
 from inertial_id.tools.excite_tool import add_excite_parser, run_excite
@@ -254,27 +249,20 @@ def run_identify_links(args: argparse.Namespace) -> int:
                           held_out=_held_out_rows(model, args, window),
                           presliding_given=args.presliding is not None,
                           gain_std=args.gain_std, units_from_data=True)
-    problem, cad, estimate = identify_links(model, data.rows_in(ranges), options, base)
+    fit = fit_links(model, data.rows_in(ranges), options, base)
+    problem, cad, estimate = fit.problem, fit.cad, fit.estimate
     friction = problem.friction_model
     urdf_path = Path(args.urdf)
     doc = {"method": args.method,
            "urdf": str(urdf_path.resolve()) if urdf_path.is_file() else str(args.urdf),
-           "joints": model.joint_names,
            "locked": {k: float(v) for k, v in model.locked.items()},
-           "train_rows": [[int(a), int(b)] for a, b in ranges], "samples": problem.samples,
-           "friction_model": friction.settings(),
+           "train_rows": [[int(a), int(b)] for a, b in ranges],
            "prior_weight": estimate.info.get("prior_weight"),
            "gain_std": estimate.info.get("gain_std"),
            "gain_anchor": _gain_anchor(args, estimate.info.get("gain_std")),
            "known_gains": [name for name, _ in args.drive_gain],
-           "choices": _choices(estimate.info["selection"], args, window),
-           "torque_rms": _rms(model.joint_names, problem.rms(estimate)),
-           "torque_rms_cad": _rms(model.joint_names, problem.rms(cad))}
-    doc.update(estimate_document(problem, estimate, args.max_relative_std or 10.0))
-    if estimate.standard is not None:
-        doc["links"] = link_document(model, estimate.standard)
-        doc["all_links_consistent"] = all(v["physically_consistent"]
-                                          for v in doc["links"].values())
+           "choices": _choices(estimate.info["selection"], args, window)}
+    doc.update(fit.document(args.max_relative_std or 10.0))
     others = ~data.mask(ranges)
     if np.any(others & data.valid):
         # The whole record, then its rows outside training: a friction state with memory

@@ -195,7 +195,7 @@ def test_links_mode_tunables(context: rclpy.Context) -> None:
     (ok,) = solver.set_parameters([Parameter("links_method", value="qp")])
     (bad,) = solver.set_parameters([Parameter("links_method", value="magic")])
     (period,) = solver.set_parameters([Parameter("links_solve_period", value=2)])
-    assert ok.successful and solver.joint_mode.options.method == "qp"
+    assert ok.successful and solver.joint_mode.stream.options.method == "qp"
     assert not bad.successful and "links_method must be one of" in bad.reason
     assert period.successful and solver.joint_mode.timer.timer_period_ns == 2_000_000_000
     solver.destroy_node()

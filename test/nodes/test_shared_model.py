@@ -86,9 +86,10 @@ def test_a_model_given_once_reaches_both_nodes_and_the_solver_ignores_it(
 
 
 def test_with_the_shipped_config_p_values_still_override_and_reach_both_nodes() -> None:
-    """rcl merges ``-p`` values into the file's ``/**`` section; it is the file's last, so a
-    ``-p`` value still overrides a node section's (the config's confidence is 0.999, the
-    gatherer's publish_rate 200)."""
+    """rcl merges ``-p`` values into the file's ``/**`` section, its last one, so even without
+    the node executables' own handling of ``-p`` (:func:`inertial_id.nodes.runner.parameter_rules`,
+    not used by these in-process nodes) a ``-p`` value overrides a node section's (the
+    config's confidence is 0.999)."""
     contexts = [rclpy.Context(), rclpy.Context()]
     rclpy.init(context=contexts[0], args=["--ros-args", "--params-file", str(CONFIG),
                                           "-p", "confidence:=0.95"])

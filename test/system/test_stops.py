@@ -276,3 +276,4 @@ def test_a_stop_while_the_modules_load_ends_the_process_at_once() -> None:
 def test_a_stop_that_ends_in_time_prints_nothing() -> None:
     done = _stop_script(1.5, "time.sleep(0.5)")
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
