@@ -60,7 +60,7 @@ def path_marker(points: NDArray[np.float64], header: Header, refused: bool) -> M
 
 def group_std(estimate: InertialParameters) -> tuple[float, float, float]:
     """Relative mass std, the largest CoM std (m) and the largest std of the six inertia
-    entries about the sensor origin (kg m^2) of an estimate."""
-    std = np.asarray(estimate.std, dtype=float)
+    entries about the CoM (kg m^2) of an estimate."""
     mass = max(float(estimate.mass), 1e-9)
-    return float(std[0] / mass), float(np.max(std[1:4]) / mass), float(np.max(std[4:10]))
+    return (float(estimate.std[0]) / mass, float(np.max(estimate.com_std)),
+            float(np.max(estimate.inertia_com_std)))

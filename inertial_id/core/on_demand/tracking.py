@@ -8,7 +8,7 @@ Times are the simulation's, s; a path's point times count from when it is comman
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.on_demand.path import JointPath, Motion, move
@@ -63,3 +63,13 @@ class TrackedArm:
         q, qd, qdd = self.commanded(t)
         goal = q[0] + 0.5 * STOP_TIME * qd[0]
         return self.command(t, move((q[0], qd[0], qdd[0]), goal, STOP_TIME))
+
+
+def random_start(home: ArrayLike, lower: ArrayLike, upper: ArrayLike, seed: int,
+                 spread: float = 0.5, clearance: float = 0.6) -> NDArray[np.float64]:
+    """A start pose drawn by ``seed``: ``home`` plus up to ``spread`` rad per joint, at least
+    ``clearance`` rad inside the position limits ``[lower, upper]`` (rad)."""
+    home = np.asarray(home, dtype=float)
+    pose = home + np.random.default_rng(seed).uniform(-spread, spread, home.shape)
+    return np.clip(pose, np.asarray(lower, float) + clearance,
+                   np.asarray(upper, float) - clearance)
