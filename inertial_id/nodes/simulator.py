@@ -18,6 +18,8 @@ With ``follow_trajectory`` the arm stands at ``home`` and moves only along the g
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from numpy.typing import NDArray
@@ -84,6 +86,7 @@ class Simulator(Node):
         self.driver = (UrDriverStandIn(self, kinematics.model, frame, self.compensate)
                        if v["driver"] == "ur" else None)
         self.create_service(Trigger, "~/change_payload", self._change_payload)
+        self.contacts_from_motion = v["contacts_from_motion"]
         self.controller = (TrajectoryServer(self, trajectory, kinematics.joint_names,
                                             v["controller"], self.elapsed)
                            if v["follow_trajectory"] else None)
@@ -98,6 +101,15 @@ class Simulator(Node):
         self.sent = {"joint": 0, "wrench": 0}
         self.encoder = CdrEncoder()
         self.create_timer(v["tick"], self.tick)
+
+    def _contacts_from_motion(self) -> None:
+        """With ``contacts_from_motion``: once the first goal runs, its start is the contacts'
+        time origin."""
+        if not self.contacts_from_motion or self.controller.first_start is None:
+            return
+        self.contacts_from_motion = False
+        self.sim.contacts = tuple(replace(c, start=c.start + self.controller.first_start)
+                                  for c in self.sim.contacts)
 
     def elapsed(self) -> float:
         """s since the first tick (0 before it)."""
@@ -152,6 +164,7 @@ class Simulator(Node):
         self.publish_truth(elapsed)
         if self.controller is not None:
             self.controller.tick()
+            self._contacts_from_motion()
         joint_times = self._due("joint", self.joint_rate, elapsed)
         wrench_times = self._due("wrench", self.wrench_rate, elapsed)
         # Serialised here (CdrEncoder) and published as bytes: no message objects at 1.5 kHz.

@@ -57,6 +57,7 @@ class TrajectoryServer:
         self.action = service_type(FOLLOW_JOINT_TRAJECTORY)
         self.node, self.arm, self.joint_names, self.now = node, arm, joint_names, now
         self.active: tuple[Any, Future, float] | None = None  # goal, wake-up, end time
+        self.first_start: float | None = None  # s, when the first goal's motion began
         self.goals = {"received": 0, "succeeded": 0, "canceled": 0, "aborted": 0,
                       "rejected": 0}
         self.server = ActionServer(node, self.action, f"{controller}/follow_joint_trajectory",
@@ -82,6 +83,8 @@ class TrajectoryServer:
             self.active[1].set_result("preempted")
         path = path_from_msg(goal.request.trajectory, self.joint_names)
         wake = Future()
+        if self.first_start is None:
+            self.first_start = self.now()
         self.active = (goal, wake, self.arm.command(self.now(), path) + self.arm.lag)
         outcome = await wake
         if self.active is not None and self.active[0] is goal:

@@ -285,6 +285,8 @@ SIMULATOR_TRAJECTORY_PARAMS = (
           "name (its action is <controller>/follow_joint_trajectory)"),
     Param("tracking_lag", 0.03, "follow_trajectory: s the arm follows its set point late",
           low=0, high=1, unit="s"),
+    Param("contacts_from_motion", False, "follow_trajectory: the contacts' start times count "
+          "from the start of the first goal's motion (a push during an identification)"),
 )
 """The simulator standing in for a robot under ros2_control's joint_trajectory_controller."""
 
