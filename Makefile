@@ -29,7 +29,7 @@ ARGS  ?=
 # Inputs of the set-up: the script re-runs only the steps whose inputs changed.
 SETUP_INPUTS := scripts/setup_venv.sh requirements.txt requirements-$(DISTRO).txt \
                 requirements-dev.txt constraints-$(DISTRO).txt CMakeLists.txt \
-                package.xml $(wildcard msg/*.msg) setup.py pyproject.toml
+                package.xml $(wildcard msg/*.msg) $(wildcard action/*.action) setup.py pyproject.toml
 
 # Tests: DDS discovery on this host only, and a domain id per run (unless given) so that
 # parallel runs on one machine do not see each other's topics. $$$$ is the recipe shell's PID.

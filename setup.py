@@ -8,7 +8,7 @@ package.xml), which installs the Python package, the messages and the node execu
 
 from setuptools import find_packages, setup
 
-NODES = ("gatherer", "kinematics", "solver", "pipeline", "simulator", "applier")
+NODES = ("gatherer", "kinematics", "solver", "pipeline", "simulator", "applier", "identify")
 
 setup(
     name="inertial_id",

@@ -108,3 +108,8 @@ def simulator() -> int:
 def applier() -> int:
     """``inertial_id_applier``."""
     return main("applier")
+
+
+def identify() -> int:
+    """``inertial_id_identify``."""
+    return main("identify")

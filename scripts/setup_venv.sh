@@ -99,7 +99,7 @@ PY_VERSION="$("$PY" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')"
 # Keys of the steps. A step's key covers its inputs and the keys of the steps it builds on.
 KEY_REQS="$(hash_of "$PY_VERSION" "$DISTRO" scripts/setup_venv.sh requirements.txt "$REQ_ROS" \
   requirements-dev.txt "$CONSTRAINTS")"
-KEY_MSGS="$(hash_of "$KEY_REQS" CMakeLists.txt package.xml msg/*.msg)"
+KEY_MSGS="$(hash_of "$KEY_REQS" CMakeLists.txt package.xml msg/*.msg action/*.action)"
 KEY_PKG="$(hash_of "$KEY_REQS" setup.py pyproject.toml)"
 
 declare -A DONE=()

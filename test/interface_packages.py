@@ -1,7 +1,8 @@
 """Test-only copies of the robot drivers' interface packages, built like inertial_id's messages.
 
-``ur_msgs`` (``SetPayload``, the classic request), ``franka_msgs`` (``SetLoad``) and
-``xarm_msgs`` (``SetTcpLoad``) are not on the package index. Their service definitions (the
+``ur_msgs`` (``SetPayload``, the classic request), ``franka_msgs`` (``SetLoad``),
+``xarm_msgs`` (``SetTcpLoad``) and ``control_msgs`` (``FollowJointTrajectory``, the trajectory
+controller's action) are not on the package index. Their definitions (the
 field lists the drivers document) are in ``test/interfaces/<package>/``; :func:`build` runs
 ``rosidl_generate_interfaces`` on each with plain CMake against this venv, as
 ``scripts/setup_venv.sh`` builds the package's own messages, into a prefix under ``build/``
@@ -27,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = Path(__file__).resolve().parent / "interfaces"
-PACKAGES = ("ur_msgs", "franka_msgs", "xarm_msgs")
+PACKAGES = ("ur_msgs", "franka_msgs", "xarm_msgs", "control_msgs")
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def _key() -> str:
 
 
 def build() -> Prefix:
-    """Build and install the three packages (once per change of their definitions); raise
+    """Build and install the packages (once per change of their definitions); raise
     with the build's output when it fails."""
     venv = Path(sys.prefix)
     prefix = Prefix(ROOT / "build" / f"test-interfaces{venv.name.removeprefix('.venv')}")

@@ -228,7 +228,7 @@ class PayloadSimulation:
     """
 
     kinematics: SensorKinematics
-    trajectory: FourierTrajectory
+    trajectory: FourierTrajectory  # or any motion ``times -> (q, qd, qdd)``: a TrackedArm
     payload: BodyParameters = field(default_factory=default_payload)
     offset: NDArray[np.float64] = field(default_factory=lambda: np.array(DEFAULT_OFFSET))
     sign: float = PAYLOAD_ON_SENSOR

@@ -391,7 +391,8 @@ def string_message(text: str) -> Any:
 
 def write_bag(path: str | Path, messages: Iterable[tuple[str, str, float, Any]],
               storage: str = "mcap") -> None:
-    """Write ``(topic, msgtype, log time s, message)`` in order to a new bag directory."""
+    """Write ``(topic, msgtype, log time s, message)`` in order to a new bag directory (a
+    message given as ``bytes`` is written as it is: CDR already)."""
     plugins = {"mcap": StoragePlugin.MCAP, "db3": StoragePlugin.SQLITE3,
                "sqlite3": StoragePlugin.SQLITE3}
     if storage not in plugins:
@@ -404,5 +405,5 @@ def write_bag(path: str | Path, messages: Iterable[tuple[str, str, float, Any]],
         for topic, msgtype, t, msg in messages:
             if topic not in connections:
                 connections[topic] = writer.add_connection(topic, msgtype, typestore=TYPESTORE)
-            writer.write(connections[topic], int(round(t * 1e9)),
-                         TYPESTORE.serialize_cdr(msg, msgtype))
+            data = msg if isinstance(msg, bytes) else TYPESTORE.serialize_cdr(msg, msgtype)
+            writer.write(connections[topic], int(round(t * 1e9)), data)

@@ -11,9 +11,14 @@ with noise, a constant bias and optional contacts) and the ground truth on
 change on request). With ``driver: ur`` it also stands in for a UR driver's payload handling
 (:mod:`inertial_id.nodes.ur_driver`): it serves ``/io_and_status_controller/set_payload`` and
 from each payload set on publishes the wrench compensated for it.
+With ``follow_trajectory`` the arm stands at ``home`` and moves only along the goals of the
+``<controller>/follow_joint_trajectory`` action it serves
+(:mod:`inertial_id.nodes.trajectory_server`), ``tracking_lag`` s behind them.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
@@ -24,6 +29,7 @@ from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from inertial_id.core.kinematics import SensorKinematics
+from inertial_id.core.on_demand.tracking import TrackedArm
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.regressor import wrench_sign
 from inertial_id.core.simulation import (
@@ -37,6 +43,7 @@ from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import check, declare_all, latched_qos, sensor_qos, to_stamp
 from inertial_id.nodes.conversions import body_to_msg
 from inertial_id.nodes.runner import run
+from inertial_id.nodes.trajectory_server import TrajectoryServer
 from inertial_id.nodes.ur_driver import UrDriverStandIn
 from inertial_id.params.table import SIMULATOR_PARAMS
 
@@ -54,9 +61,10 @@ class Simulator(Node):
         kinematics = SensorKinematics(v["urdf_path"] or bundled_urdf_path(), v["sensor_frame"])
         check(len(v["home"]) == kinematics.nv, f"home needs {kinematics.nv} joint positions")
         self.wrench_rate, self.joint_rate = v["wrench_rate"], v["joint_state_rate"]
-        trajectory = FourierTrajectory.random(
-            v["home"], amplitude=v["amplitude"], period=v["period"],
-            max_velocity=v["max_velocity"], seed=v["trajectory_seed"])
+        trajectory = (TrackedArm(v["home"], v["tracking_lag"]) if v["follow_trajectory"]
+                      else FourierTrajectory.random(
+                          v["home"], amplitude=v["amplitude"], period=v["period"],
+                          max_velocity=v["max_velocity"], seed=v["trajectory_seed"]))
         change_time = v["payload_change_time"]
         self.sim = PayloadSimulation(
             kinematics, trajectory,
@@ -77,6 +85,10 @@ class Simulator(Node):
         self.driver = (UrDriverStandIn(self, kinematics.model, frame, self.compensate)
                        if v["driver"] == "ur" else None)
         self.create_service(Trigger, "~/change_payload", self._change_payload)
+        self.contacts_from_motion = v["contacts_from_motion"]
+        self.controller = (TrajectoryServer(self, trajectory, kinematics.joint_names,
+                                            v["controller"], self.elapsed)
+                           if v["follow_trajectory"] else None)
         self.truth_sent: BodyParameters | None = None
         self.frame = frame
         self.joint_names = kinematics.joint_names
@@ -88,6 +100,15 @@ class Simulator(Node):
         self.sent = {"joint": 0, "wrench": 0}
         self.encoder = CdrEncoder()
         self.create_timer(v["tick"], self.tick)
+
+    def _contacts_from_motion(self) -> None:
+        """With ``contacts_from_motion``: once the first goal runs, its start is the contacts'
+        time origin."""
+        if not self.contacts_from_motion or self.controller.first_start is None:
+            return
+        self.contacts_from_motion = False
+        self.sim.contacts = tuple(replace(c, start=c.start + self.controller.first_start)
+                                  for c in self.sim.contacts)
 
     def elapsed(self) -> float:
         """s since the first tick (0 before it)."""
@@ -140,6 +161,9 @@ class Simulator(Node):
             self.start = now
         elapsed = now - self.start
         self.publish_truth(elapsed)
+        if self.controller is not None:
+            self.controller.tick()
+            self._contacts_from_motion()
         joint_times = self._due("joint", self.joint_rate, elapsed)
         wrench_times = self._due("wrench", self.wrench_rate, elapsed)
         # Serialised here (CdrEncoder) and published as bytes: no message objects at 1.5 kHz.

@@ -327,12 +327,54 @@ def solver_params(mode: str) -> tuple[Param, ...]:
     return tuple(p for p in SOLVER_PARAMS if not p.modes or mode in p.modes)
 
 
-SIMULATOR_PARAMS = _simulator_params()
+SIMULATOR_TRAJECTORY_PARAMS = (
+    Param("follow_trajectory", False, "stand at home and move only along the goals of "
+          "<controller>/follow_joint_trajectory (control_msgs/action/FollowJointTrajectory), "
+          "as a robot under a joint trajectory controller"),
+    Param("controller", "joint_trajectory_controller", "follow_trajectory: the controller's "
+          "name (its action is <controller>/follow_joint_trajectory)"),
+    Param("tracking_lag", 0.03, "follow_trajectory: s the arm follows its set point late",
+          low=0, high=1, unit="s"),
+    Param("contacts_from_motion", False, "follow_trajectory: the contacts' start times count "
+          "from the start of the first goal's motion (a push during an identification)"),
+)
+"""The simulator standing in for a robot under ros2_control's joint_trajectory_controller."""
+
+SIMULATOR_PARAMS = _simulator_params() + SIMULATOR_TRAJECTORY_PARAMS
 """The simulator's parameters: all read-only (a new payload or trajectory is a new run)."""
+
+IDENTIFY_PARAMS = URDF_PARAMS + MODEL_PARAMS + (
+    Param("controller", "joint_trajectory_controller", "the joint trajectory controller that "
+          "runs the motion (its action <controller>/follow_joint_trajectory, "
+          "control_msgs/action/FollowJointTrajectory)"),
+    Param("flange_frame", "tool0", "URDF frame whose origin a goal's box and floor bound"),
+    Param("acceleration_limits", [10.0], "the joints' acceleration limits (one value or one "
+          "per joint; a URDF has none: take them from the robot's joint_limits.yaml)",
+          "double", unit="rad/s^2"),
+    Param("velocity_fraction", 0.4, "default share of the URDF velocity limits", low=0,
+          high=1, open_low=True, unit="1", live=True),
+    Param("acceleration_fraction", 0.3, "default share of acceleration_limits", low=0, high=1,
+          open_low=True, unit="1", live=True),
+    Param("max_excursion", [0.5], "default rad each joint may move from where it stands (one "
+          "value or one per joint)", "double", unit="rad", live=True),
+    Param("max_duration", 10.0, "default s of motion at most", low=0, open_low=True, high=120,
+          unit="s", live=True),
+    Param("harmonics", 3, "Fourier harmonics of the motion", low=1, high=8, unit="1",
+          live=True),
+    Param("budget", 300, "criterion evaluations of the motion's design", low=10,
+          high=100000, unit="1", live=True),
+    Param("point_rate", 25.0, "points per second of the trajectory sent", low=1, high=1000,
+          unit="Hz", live=True),
+    Param("joint_state_timeout", 0.5, "s: an older joint state is no start to plan from",
+          low=0, open_low=True, unit="s", live=True),
+    Param("server_timeout", 3.0, "s to wait for the controller's and the solver's servers",
+          low=0, open_low=True, unit="s", live=True),
+)
+"""The identification-on-demand node (the Identify action; docs/on_demand.md)."""
 
 NODE_PARAMS = {"gatherer": GATHERER_PARAMS, "kinematics": KINEMATICS_PARAMS,
                "solver": SOLVER_PARAMS, "simulator": SIMULATOR_PARAMS,
-               "applier": APPLIER_PARAMS}
+               "applier": APPLIER_PARAMS, "identify": IDENTIFY_PARAMS}
 
 OFFLINE_NODES = tuple(node for node, params in NODE_PARAMS.items()
                       if any(p.offline for p in params))

@@ -48,7 +48,16 @@ compensated for it), the applier sends it the converged payload, the solver keep
 the whole payload from the compensated wrench, then a second payload is mounted, identified
 and applied. Needs ur_msgs (the UR driver's workspace, or the test copy: python
 test/interface_packages.py --env); exits 0 when both payloads were applied and the last
-estimate is within 1 % and 5 mm of the truth, 2 when ur_msgs is missing."""
+estimate is within 1 % and 5 mm of the truth, 2 when ur_msgs is missing.
+
+--identify: identification on demand (docs/on_demand.md). The simulated arm stands at a start
+pose drawn by --seed under a simulated joint trajectory controller; the identify node plans
+an exciting motion from there, checks it, runs it through FollowJointTrajectory, stops once
+the estimate has converged and returns to the start. --output OUT.yaml gets replay's output
+contract plus motion: (duration, start, max_excursion, velocity_scale, stopped_because);
+--record BAG a bag of /joint_states and /wrench. Needs control_msgs (a ROS install, or the
+test copy: python test/interface_packages.py --env); exits 0 when the estimate converged, 2
+when control_msgs is missing."""
 
 
 def _floats(count: int):  # noqa: ANN202 - argparse type factory
@@ -281,6 +290,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--joint-state-rate", type=float, default=500.0,
                       help="simulated joint state rate, Hz (default: %(default)s)")
     demo.add_argument("--seed", type=int, default=0, help="noise seed (default: %(default)s)")
+    demo.add_argument("--identify", action="store_true",
+                      help="identification on demand from a start pose drawn by --seed")
+    demo.add_argument("--output", type=Path, metavar="OUT.yaml",
+                      help="--identify: write the result (replay's contract plus motion:)")
+    demo.add_argument("--record", type=Path, metavar="BAG",
+                      help="--identify: record /joint_states and /wrench in this bag")
     _add_replay(sub)
     _add_batch(sub)
     add_tune_parser(sub)
@@ -299,10 +314,15 @@ def _demo(args: argparse.Namespace) -> int:
     from inertial_id.nodes.demo import DemoOptions, run_demo
 
     duration = args.duration if args.duration is not None else (90.0 if args.apply else 20.0)
-    return run_demo(DemoOptions(
+    options = DemoOptions(
         duration=duration, apply=args.apply, mass=args.mass, com=args.com, inertia=args.inertia,
         wrench_rate=args.wrench_rate, joint_state_rate=args.joint_state_rate, seed=args.seed,
-    ))
+    )
+    if args.identify:
+        from inertial_id.nodes.demo_identify import IdentifyDemoOptions, run_identify_demo
+
+        return run_identify_demo(IdentifyDemoOptions(options, args.output, args.record))
+    return run_demo(options)
 
 
 def _replay(args: argparse.Namespace) -> int:

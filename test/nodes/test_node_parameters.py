@@ -24,6 +24,7 @@ from inertial_id.core.estimation.anomaly import T2Monitor
 from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.nodes.common import period_ns
 from inertial_id.nodes.gatherer import Gatherer
+from inertial_id.nodes.identify import Identify
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.simulator import Simulator
 from inertial_id.nodes.solver import Solver
@@ -32,7 +33,7 @@ from inertial_id.params.table import JOINT_TORQUE_PARAMS, NODE_PARAMS, solver_pa
 
 URDF = bundled_urdf_path()
 CLASSES = {"gatherer": Gatherer, "kinematics": Kinematics, "solver": Solver,
-           "simulator": Simulator}
+           "simulator": Simulator, "identify": Identify}
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ BATCH_MODULES = {"dask": "batch.py", "distributed": "batch.py", "pyarrow": "batc
 # The ROS packages: their rosdep key is their name.
 ROS_PACKAGES = {"rclpy", "rcl_interfaces", "ament_index_python", "builtin_interfaces",
                 "diagnostic_msgs", "geometry_msgs", "sensor_msgs", "std_msgs", "std_srvs",
-                "rosgraph_msgs", "visualization_msgs"}
+                "rosgraph_msgs", "visualization_msgs", "action_msgs", "trajectory_msgs"}
 
 
 def imported_modules() -> set[str]:

@@ -23,6 +23,7 @@ from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.entry_points import PIPELINE
 from inertial_id.nodes.applier import Applier
 from inertial_id.nodes.gatherer import Gatherer
+from inertial_id.nodes.identify import Identify
 from inertial_id.nodes.kinematics import Kinematics
 from inertial_id.nodes.managed import managed_requested
 from inertial_id.nodes.runner import with_sensor_frame
@@ -32,7 +33,7 @@ from inertial_id.params.spec import SHARED_PARAMETERS
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_CLASSES = {"gatherer": Gatherer, "kinematics": Kinematics, "solver": Solver,
-                "simulator": Simulator, "applier": Applier}
+                "simulator": Simulator, "applier": Applier, "identify": Identify}
 # Where CMake installs what the launch files find in share/inertial_id.
 SHARE = {"launch": ROOT / "launch", "config": ROOT / "config",
          "resources": ROOT / "inertial_id" / "resources"}
@@ -152,9 +153,25 @@ def test_the_apply_argument_adds_the_applier_with_declared_parameters(
                 - SHARED_PARAMETERS)
 
 
+def test_the_identify_argument_adds_the_identify_node_with_declared_parameters(
+        declared: dict[str, set[str]]) -> None:
+    launch = ROOT / "launch" / "inertial_id.launch.xml"
+    assert "identify" not in [e for e, _, _ in launch_nodes(launch)]  # off by default
+    nodes = launch_nodes(launch, {"identify": "true", "controller": "scaled_jtc",
+                                  "sensor_frame": "ft_link"})
+    (params,) = [p for e, _, p in nodes if e == "identify"]
+    assert params["controller"] == "scaled_jtc"
+    assert "--sensor-frame=ft_link" in params["__args"]
+    assert not (set(params) - declared["identify"] - {"__namespace", "__args"}
+                - SHARED_PARAMETERS)
+    root = ET.parse(launch).getroot()
+    (node,) = [n for n in root.iter("node") if n.get("exec") == "identify"]
+    assert {r.get("from") for r in node.iter("remap")} == {"joint_states"}
+
+
 def test_demo_launch_runs_all_four_nodes() -> None:
     executables = [e for e, _, _ in launch_nodes(ROOT / "launch" / "demo.launch.xml")]
-    assert sorted(executables) == sorted(set(NODE_CLASSES) - {"applier"})
+    assert sorted(executables) == sorted(set(NODE_CLASSES) - {"applier", "identify"})
 
 
 def test_every_config_section_is_a_node_with_declared_parameters(

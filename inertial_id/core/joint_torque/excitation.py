@@ -105,7 +105,7 @@ class FourierSpace:
 
     def __init__(self, limits: JointLimits, period: float, harmonics: int,
                  margin: float = 0.05, velocity_fraction: float = 0.9,
-                 grid: int | None = None) -> None:
+                 grid: int | None = None, acceleration: ArrayLike | None = None) -> None:
         if period <= 0 or harmonics < 1:
             raise InertialIdError("the period must be positive and harmonics at least 1")
         self.limits, self.period, self.harmonics = limits, float(period), int(harmonics)
@@ -114,6 +114,8 @@ class FourierSpace:
         self.lower = limits.lower + margin * span
         self.upper = limits.upper - margin * span
         self.vmax = velocity_fraction * limits.velocity
+        self.amax = np.broadcast_to(np.inf if acceleration is None else acceleration,
+                                    (self.n,)).astype(float)
         self.t = np.linspace(0.0, self.period, grid or max(40 * harmonics, 200), endpoint=False)
         self.l = np.arange(1, harmonics + 1, dtype=float)
         self.omega = 2 * np.pi / self.period
@@ -133,28 +135,47 @@ class FourierSpace:
         coefficients = rng.uniform(-1, 1, (2, self.n, self.harmonics)) / self.l
         return np.concatenate((rng.uniform(0.2, 0.8, self.n), coefficients.ravel()))
 
-    def trajectory(self, x: ArrayLike) -> FourierTrajectory:
-        """The feasible trajectory of ``x``."""
+    def shape(self, x: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64],
+                                            NDArray[np.float64], NDArray[np.float64]]:
+        """The unscaled motion of ``x`` on the grid: sine and cosine coefficients (n, H),
+        projected so that each joint starts at rest, its positions (T, n) and the largest
+        gain (n,) that keeps each joint's speed and acceleration within their bounds."""
         x = np.asarray(x, dtype=float)
-        c = x[:self.n]
         a, b = x[self.n:].reshape(2, self.n, self.harmonics)
         a = a - np.outer(a @ self.l, self.l) / (self.l @ self.l)          # qd(0) = 0
         l2 = self.l**2
         b = b - np.outer(b @ l2, l2) / (l2 @ l2)                           # qdd(0) = 0
         arg = np.outer(self.t, self.l) * self.omega                       # (T, H)
-        r = np.sin(arg) @ a.T + np.cos(arg) @ b.T                          # (T, n)
-        rd = (np.cos(arg) * self.l) @ a.T - (np.sin(arg) * self.l) @ b.T   # / omega
-        lo, hi = r.min(axis=0), r.max(axis=0)
-        extent = hi - lo
-        peak = np.abs(rd).max(axis=0) * self.omega
+        sine, cosine = np.sin(arg), np.cos(arg)
+        r = sine @ a.T + cosine @ b.T                                      # (T, n)
+        rd = (cosine * self.l) @ a.T - (sine * self.l) @ b.T               # / omega
+        rdd = (sine * l2) @ a.T + (cosine * l2) @ b.T                      # / -omega^2
+        peak_v = np.abs(rd).max(axis=0) * self.omega
+        peak_a = np.abs(rdd).max(axis=0) * self.omega**2
         with np.errstate(divide="ignore", invalid="ignore"):
-            span = np.minimum(self.upper - self.lower,
-                              np.where(peak > 0, self.vmax * extent / peak, 0.0))
-            gain = np.where(extent > 1e-12, span / extent, 0.0)
-        home = self.lower + np.clip(c, 0, 1) * (self.upper - self.lower - span) - gain * lo
+            gain = np.minimum(np.where(peak_v > 0, self.vmax / peak_v, 0.0),
+                              np.where(peak_a > 0, self.amax / peak_a, 0.0))
+        return a, b, r, gain
+
+    def compose(self, home: NDArray[np.float64], a: NDArray[np.float64],
+                b: NDArray[np.float64], gain: NDArray[np.float64]) -> FourierTrajectory:
+        """``home + gain * (a sin + b cos)`` as a :class:`FourierTrajectory`."""
         sine, cosine = a * gain[:, None], b * gain[:, None]
         return FourierTrajectory(home, np.hypot(sine, cosine), np.arctan2(cosine, sine),
                                  self.period)
+
+    def trajectory(self, x: ArrayLike) -> FourierTrajectory:
+        """The feasible trajectory of ``x``."""
+        a, b, r, gain = self.shape(x)
+        c = np.asarray(x, dtype=float)[:self.n]
+        lo, hi = r.min(axis=0), r.max(axis=0)
+        extent = hi - lo
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gain = np.where(extent > 1e-12,
+                            np.minimum(gain, (self.upper - self.lower) / extent), 0.0)
+        home = self.lower + np.clip(c, 0, 1) * (self.upper - self.lower - gain * extent) \
+            - gain * lo
+        return self.compose(home, a, b, gain)
 
 
 # ------------------------------------------------------------------------------ criteria
