@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT / "test"))
 
 from interface_packages import build  # noqa: E402
 
-from inertial_id.core.gathering.gatherer import JointStateSample  # noqa: E402
 from inertial_id.core.joint_torque.excitation import JointLimits  # noqa: E402
 from inertial_id.core.kinematics import SensorKinematics  # noqa: E402
+from inertial_id.core.samples import JointStateSample  # noqa: E402
 from inertial_id.core.simulation import bundled_urdf_path, default_payload  # noqa: E402
 from inertial_id.io.bags import BagReader  # noqa: E402
 

@@ -18,7 +18,7 @@ from inertial_id.nodes import stopping
 RUN_UNTIL_STOPPED = ("play", "demo", "replay")
 """``inertial-id`` commands that run until stopped: their handlers go in before the imports."""
 
-UNMANAGED = ("simulator", "pipeline")
+UNMANAGED = ("simulator", "pipeline", "identify")
 """Node executables without a lifecycle version (``--managed``)."""
 
 PIPELINE = ("gatherer", "kinematics", "solver")
