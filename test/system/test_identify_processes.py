@@ -163,6 +163,8 @@ def test_a_contact_or_set_up_error_during_the_motion_cancels_the_controllers_goa
     if result.stopped_because == "contact":
         assert result.executed > CONTACT[0] - 0.5  # not before the push
     assert 0.0 < result.executed < result.duration
+    _spin_until(client[1], lambda: GoalStatus.STATUS_CANCELED in node.statuses.values(), 10.0,
+                processes, "the controller's goal was not cancelled")  # status after result
     assert list(node.statuses.values()) == [GoalStatus.STATUS_CANCELED]
     moved = np.ptp(np.array(node.positions), axis=0)
     assert np.all(moved > 0.01)  # the arm did move before the push stopped it
