@@ -17,7 +17,9 @@ its ground truth, the system clock as the estimates' arrival):
   moment);
 
 over ``--duration`` s of motion (the contact comes later). Then the CPU of each process over
-the motion (``/proc/<pid>/stat``, 100 % = one core) and the machine's load. Modes alternate
+the motion (``/proc/<pid>/stat``, 100 % = one core), the solver's latency p50 and p99 (its
+diagnostics: node clock when a sample is used minus the sample's stamp, the last 20000
+samples), the samples lost between the nodes and the machine's load. Modes alternate
 over ``--repeat`` rounds so that whatever else loads the machine hits both.
 
     python bench/first_estimate.py                      # both modes, 3 rounds, 12 s each
@@ -97,6 +99,7 @@ class Probe:
         self.estimates: list[tuple[float, Any]] = []  # system clock s at arrival, message
         self.truth: Any = None
         self.solver_seen = False
+        self.solver_values: dict[str, str] = {}
         self.node.create_subscription(InertialParameters, "/solver/parameters",
                                       lambda m: self.estimates.append((time.time(), m)), 100)
         self.node.create_subscription(InertialParameters, "/simulator/ground_truth",
@@ -111,7 +114,10 @@ class Probe:
         return self.truth.header.stamp.sec + 1e-9 * self.truth.header.stamp.nanosec
 
     def _diagnostics(self, msg: Any) -> None:
-        self.solver_seen |= any(s.name.startswith("solver") for s in msg.status)
+        for status in msg.status:
+            if status.name.startswith("solver"):
+                self.solver_seen = True
+                self.solver_values = {kv.key: kv.value for kv in status.values}
 
     def spin(self, seconds: float, until: Any = lambda: False) -> bool:
         end = time.monotonic() + seconds
@@ -197,7 +203,12 @@ def run_once(mode: str, duration: float, env: dict[str, str]) -> dict[str, Any]:
         elapsed = time.monotonic() - t0
         cpu = {n: round(100.0 * (_cpu_seconds(pid) - cpu0[n]) / elapsed, 1)
                for n, pid in pids.items()}
-        return {"mode": mode, **probe.times(), "cpu_percent": cpu,
+        probe.spin(1.5)  # the solver's diagnostics after the measured span
+        latency = {k: round(float(probe.solver_values[k]), 2)
+                   for k in ("latency_p50_ms", "latency_p99_ms") if k in probe.solver_values}
+        lost = int(float(probe.solver_values.get("samples_lost_upstream", "0")))
+        return {"mode": mode, **probe.times(), "cpu_percent": cpu, **latency,
+                "samples_lost_upstream": lost,
                 "pipeline_cpu_percent": round(sum(cpu.values()), 1),
                 "estimates": len(probe.estimates), "load_average": os.getloadavg()[0]}
     finally:
@@ -225,13 +236,15 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(env)
     runs = []
     print(f"{'mode':12} {'first s':>8} {'mass+CoM s':>10} {'inertia s':>9} "
-          f"{'pipeline CPU %':>14}  per process, load")
+          f"{'pipeline CPU %':>14} {'p50 ms':>7} {'p99 ms':>7} {'lost':>5}  per process, load")
     for _ in range(args.repeat):
         for mode in modes:
             run = run_once(mode, args.duration, env)
             runs.append(run)
             print(f"{mode:12} {run['first']!s:>8} {run['mass_com']!s:>10} "
-                  f"{run['inertia']!s:>9} {run['pipeline_cpu_percent']:>14}  "
+                  f"{run['inertia']!s:>9} {run['pipeline_cpu_percent']:>14} "
+                  f"{run.get('latency_p50_ms')!s:>7} {run.get('latency_p99_ms')!s:>7} "
+                  f"{run['samples_lost_upstream']:>5}  "
                   f"{run['cpu_percent']}, {run['load_average']:.2f}; final: mass "
                   f"{run.get('final_mass_error_percent')} %, CoM {run.get('final_com_error_mm')}"
                   f" mm, converged {run.get('final_converged')}", flush=True)
