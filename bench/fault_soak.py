@@ -399,9 +399,9 @@ class Soak:
         self.report.unaccounted["kinematics"] = (
             int(k["samples_received"]) - int(k["samples_published"]) - int(k["samples_dropped"]))
         solver_drops = sum(int(v) for key, v in s.items() if key.startswith("dropped_"))
-        self.report.unaccounted["solver"] = (
+        self.report.unaccounted["solver"] = (  # provisional: the first seconds' extra samples
             int(s["samples_received"]) - int(s["samples_used"]) - int(s["samples_held"])
-            - solver_drops)
+            - int(s.get("provisional_samples_received", 0)) - solver_drops)
         # Samples lost between the processes are accounted for (the receiver sees the gap in
         # the batches' running count); what is still missing is unaccounted.
         # Samples published before the receiver's first batch (its subscription matched

@@ -327,7 +327,7 @@ def solver_params(mode: str) -> tuple[Param, ...]:
     return tuple(p for p in SOLVER_PARAMS if not p.modes or mode in p.modes)
 
 
-SIMULATOR_TRAJECTORY_PARAMS = (
+SIMULATOR_TRAJECTORY_PARAMS = scoped((
     Param("follow_trajectory", False, "stand at home and move only along the goals of "
           "<controller>/follow_joint_trajectory (control_msgs/action/FollowJointTrajectory), "
           "as a robot under a joint trajectory controller"),
@@ -337,13 +337,13 @@ SIMULATOR_TRAJECTORY_PARAMS = (
           low=0, high=1, unit="s"),
     Param("contacts_from_motion", False, "follow_trajectory: the contacts' start times count "
           "from the start of the first goal's motion (a push during an identification)"),
-)
+), offline=False)
 """The simulator standing in for a robot under ros2_control's joint_trajectory_controller."""
 
 SIMULATOR_PARAMS = _simulator_params() + SIMULATOR_TRAJECTORY_PARAMS
 """The simulator's parameters: all read-only (a new payload or trajectory is a new run)."""
 
-IDENTIFY_PARAMS = URDF_PARAMS + MODEL_PARAMS + (
+IDENTIFY_PARAMS = scoped(URDF_PARAMS + MODEL_PARAMS + (
     Param("controller", "joint_trajectory_controller", "the joint trajectory controller that "
           "runs the motion (its action <controller>/follow_joint_trajectory, "
           "control_msgs/action/FollowJointTrajectory)"),
@@ -369,7 +369,7 @@ IDENTIFY_PARAMS = URDF_PARAMS + MODEL_PARAMS + (
           low=0, open_low=True, unit="s", live=True),
     Param("server_timeout", 3.0, "s to wait for the controller's and the solver's servers",
           low=0, open_low=True, unit="s", live=True),
-)
+), offline=False)
 """The identification-on-demand node (the Identify action; docs/on_demand.md)."""
 
 NODE_PARAMS = {"gatherer": GATHERER_PARAMS, "kinematics": KINEMATICS_PARAMS,

@@ -62,7 +62,7 @@ def test_refused_batches_are_counted_and_the_ledger_adds_up(
     ledger = stage.ledger()
     assert ledger["received"] == 2000
     assert ledger["dropped_invalid"] == 50 and ledger["dropped_implausible"] == 50
-    parts = ledger["used"] + ledger["held"] + sum(
+    parts = ledger["used"] + ledger["held"] + ledger["provisional"] + sum(
         v for k, v in ledger.items() if k.startswith("dropped_"))
     assert parts == ledger["received"], ledger
     assert stage.online.estimate is not None

@@ -85,6 +85,7 @@ SAMPLES: dict[str, dict] = {
         "angular_products": [(k + 3) / 53.0 for k in range(18)],
         "filter_span": 0.0945,
         "samples_before": 2**64 - 1,
+        "provisional": True,
     },
     "SensorSamples": {
         "header": _header("ft_sensor"),
@@ -97,6 +98,7 @@ SAMPLES: dict[str, dict] = {
         "angular_products": [-(k + 5) / 59.0 for k in range(12)],
         "filter_span": 1.0 / 3.0,
         "samples_before": 123_456_789_012,
+        "provisional": False,
     },
 }
 

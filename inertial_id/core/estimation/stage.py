@@ -89,7 +89,8 @@ class EstimationStage:
         self.solve_period = float(solve_period)
         self.compensation = compensation or DriverCompensation(online.identifier.sign)
         self.received = 0
-        """Samples given to :meth:`add` (before the compensation's hold-offs)."""
+        """Samples given to :meth:`add` (before the compensation's hold-offs; provisional
+        ones included)."""
         self.dropped: Counter[str] = Counter()
         """Samples of refused batches, by reason (:data:`INVALID`, :data:`IMPLAUSIBLE`)."""
         self.failure = ""
@@ -102,7 +103,7 @@ class EstimationStage:
         """The stage of the gatherer's provisional samples (module docstring), until this
         one has an estimate."""
         self.provisional_received = 0
-        """Provisional samples given to :meth:`add` (not in :meth:`ledger`)."""
+        """Provisional samples given to :meth:`add` (:meth:`ledger`'s ``provisional``)."""
 
     @property
     def current(self) -> OnlineEstimator:
@@ -158,8 +159,11 @@ class EstimationStage:
             out.solves.append((now, estimate))
 
     def _add_provisional(self, samples: Mapping[str, Any], now: float | None) -> StageResult:
-        self.provisional_received += int(np.size(samples.get("times", ())))
-        if self.received:  # the chosen filter's samples came: they alone count
+        count = int(np.size(samples.get("times", ())))
+        self.received += count
+        self.provisional_received += count
+        if self.received > self.provisional_received:  # the chosen filter's samples came:
+            # they alone count
             self.provisional = None
             return StageResult()
         if self.provisional is None:
@@ -249,9 +253,12 @@ class EstimationStage:
         """Where every sample given to :meth:`add` went: ``received``; the estimator's
         ``used``, ``held`` and drops (:meth:`OnlineEstimator.ledger`); and this stage's
         drops (``dropped_invalid``, ``dropped_implausible``,
-        ``dropped_driver_compensation_changing``). They add up to ``received``."""
+        ``dropped_driver_compensation_changing``); ``provisional``: the gatherer's provisional
+        samples, which went to the provisional estimate (module docstring). They add up to
+        ``received``."""
         out = self.online.ledger()
         out["received"] = self.received
+        out["provisional"] = self.provisional_received
         out.update({f"dropped_{k}": int(self.dropped[k]) for k in (INVALID, IMPLAUSIBLE)})
         out["dropped_driver_compensation_changing"] = self.compensation.dropped
         return out
