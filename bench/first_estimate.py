@@ -45,6 +45,10 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script from anywhere: the bench package
+
+from bench.pipeline_throughput import cpu_seconds, spin_until  # noqa: E402
+
 BIN = Path(sys.executable).parent
 MODES = ("separate", "one_process")
 MASS_TOLERANCE, COM_TOLERANCE, INERTIA_TOLERANCE = 0.01, 0.002, 0.10
@@ -61,11 +65,6 @@ def _processes(mode: str, urdf: str) -> dict[str, list[str]]:
         given = [] if name == "solver" else ["-p", f"urdf_path:={urdf}"]
         out[name] = [str(BIN / f"inertial_id_{name}"), "--ros-args", *files, *given]
     return out
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _held_from(times: list[float], good: list[bool]) -> float | None:
@@ -120,12 +119,7 @@ class Probe:
                 self.solver_values = {kv.key: kv.value for kv in status.values}
 
     def spin(self, seconds: float, until: Any = lambda: False) -> bool:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.05)
-            if until():
-                return True
-        return False
+        return spin_until(self.executor, seconds, until)
 
     def close(self) -> None:
         import rclpy
@@ -197,11 +191,11 @@ def run_once(mode: str, duration: float, env: dict[str, str]) -> dict[str, Any]:
         if not probe.spin(60.0, lambda: probe.motion_start is not None):
             raise RuntimeError(f"no ground truth in 60 s (logs in {logdir})")
         pids = {n: p.pid for n, p in started.items() if n != "simulator"}
-        cpu0 = {n: _cpu_seconds(pid) for n, pid in pids.items()}
+        cpu0 = {n: cpu_seconds(pid) for n, pid in pids.items()}
         t0 = time.monotonic()
         probe.spin(duration)
         elapsed = time.monotonic() - t0
-        cpu = {n: round(100.0 * (_cpu_seconds(pid) - cpu0[n]) / elapsed, 1)
+        cpu = {n: round(100.0 * (cpu_seconds(pid) - cpu0[n]) / elapsed, 1)
                for n, pid in pids.items()}
         probe.spin(1.5)  # the solver's diagnostics after the measured span
         latency = {k: round(float(probe.solver_values[k]), 2)

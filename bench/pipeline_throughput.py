@@ -216,6 +216,17 @@ def _child(kind: str, setting: Setting, executor_name: str) -> int:
 # the probe
 
 
+def spin_until(executor: Any, seconds: float, until: Callable[[], bool] = lambda: False
+               ) -> bool:
+    """Spin ``executor`` for ``seconds`` at most, until ``until()``; whether it came true."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.05)
+        if until():
+            return True
+    return False
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of a process, s (``/proc/<pid>/stat``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -346,12 +357,7 @@ class Probe:
         return record
 
     def spin(self, seconds: float, until: Callable[[], bool] = lambda: False) -> bool:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.05)
-            if until():
-                return True
-        return False
+        return spin_until(self.executor, seconds, until)
 
     def count(self, node: str, key: str) -> int:
         return int(float(self.status.get(node, {}).get(key, "0")))
