@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import rclpy
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -22,7 +21,7 @@ from inertial_id.core.metrics import ParameterErrors, parameter_errors
 from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes import stopping
-from inertial_id.nodes.common import init, latched_qos, make_executor, spin
+from inertial_id.nodes.common import init, latched_qos, make_executor, shut_down, spin
 from inertial_id.nodes.demo_apply import ApplyLoop, applier, missing_interface
 from inertial_id.nodes.pipeline import pipeline_nodes
 from inertial_id.nodes.simulator import Simulator
@@ -147,11 +146,7 @@ def run_demo(options: DemoOptions, print_line: Callable[[str], None] = print) ->
             return code
         return _apply_summary(monitor, loop, print_line)
     finally:
-        if executor is not None:
-            executor.shutdown(timeout_sec=1.0)
-        for node in nodes:
-            node.destroy_node()
-        rclpy.try_shutdown()
+        shut_down(executor, nodes)
 
 
 def _summary(monitor: Monitor, print_line: Callable[[str], None]) -> int:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import rclpy
 import yaml
 from geometry_msgs.msg import WrenchStamped
 from rclpy.action import ActionClient
@@ -32,7 +31,7 @@ from inertial_id.core.simulation import BUNDLED_HOME, bundled_urdf_path
 from inertial_id.io.bags import JOINT_STATE, WRENCH, write_bag
 from inertial_id.msg import InertialParameters
 from inertial_id.nodes import stopping
-from inertial_id.nodes.common import init, make_executor, sensor_qos, spin
+from inertial_id.nodes.common import init, make_executor, sensor_qos, shut_down, spin
 from inertial_id.nodes.demo import DemoOptions, Monitor
 from inertial_id.nodes.gatherer import Gatherer
 from inertial_id.nodes.identify import Identify
@@ -160,11 +159,7 @@ def run_identify_demo(options: IdentifyDemoOptions, print_line: Callable[[str], 
              or time.monotonic() > begin + TIMEOUT)
         return _finish(client, monitor, options, print_line)
     finally:
-        if executor is not None:
-            executor.shutdown(timeout_sec=1.0)
-        for node in nodes:
-            node.destroy_node()
-        rclpy.try_shutdown()
+        shut_down(executor, nodes)
 
 
 def _finish(client: Client, monitor: Monitor, options: IdentifyDemoOptions,

@@ -10,14 +10,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.utilities import remove_ros_args
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.nodes import stopping
-from inertial_id.nodes.common import PipelineNode, init, make_executor, spin
+from inertial_id.nodes.common import PipelineNode, init, make_executor, shut_down, spin
 from inertial_id.nodes.managed import managed, managed_requested
 
 ROS_VALUE_FLAGS = frozenset({"-r", "--remap", "--params-file", "--log-level", "--log-config-file",
@@ -107,9 +106,5 @@ def run(node_factory: Callable[..., Node | list[Node]],
     except (KeyboardInterrupt, ExternalShutdownException):
         pass  # a second signal, or the context shut down by someone else
     finally:
-        if executor is not None:
-            executor.shutdown(timeout_sec=1.0)
-        for node in nodes:
-            node.destroy_node()
-        rclpy.try_shutdown()
+        shut_down(executor, nodes)
     return 0

@@ -43,7 +43,7 @@ from inertial_id.nodes.common.parameters import (
     parameter_type,
 )
 from inertial_id.nodes.common.qos import latched_qos, pipeline_qos, sensor_qos
-from inertial_id.nodes.common.spinning import init, make_executor, spin
+from inertial_id.nodes.common.spinning import init, make_executor, shut_down, spin
 from inertial_id.nodes.common.streams import DropWatch, Silence, UpstreamLoss
 
 __all__ = ["ApplyFn", "BatchLink", "DOUBLE_MAX", "Diagnostics", "DropWatch", "FiniteGuard",
@@ -51,5 +51,5 @@ __all__ = ["ApplyFn", "BatchLink", "DOUBLE_MAX", "Diagnostics", "DropWatch", "Fi
            "RobotDescription", "Silence", "StatusFn", "UpstreamLoss", "all_finite", "check",
            "coerce", "declare", "declare_all", "declare_param", "descriptor", "diagnostic_value",
            "given_value", "init", "latched_qos", "make_executor", "parameter_type", "period_ns",
-           "pipeline_qos", "sensor_qos", "set_period", "spin", "steady_timer", "to_seconds",
-           "to_stamp"]
+           "pipeline_qos", "sensor_qos", "set_period", "shut_down", "spin", "steady_timer",
+           "to_seconds", "to_stamp"]

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 import rclpy
 from rclpy.context import Context
 from rclpy.executors import Executor
+from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from inertial_id.nodes import compat, stopping
@@ -41,3 +42,13 @@ def init(args: Sequence[str] | None = None) -> None:
     """``rclpy.init`` without rclpy's signal handlers: ours only set a flag (``stopping``)."""
     stopping.install()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+
+
+def shut_down(executor: Executor | None, nodes: Sequence[Node]) -> None:
+    """The end of every process that spun nodes: the executor (if one was made), the nodes,
+    then rclpy's context."""
+    if executor is not None:
+        executor.shutdown(timeout_sec=1.0)
+    for node in nodes:
+        node.destroy_node()
+    rclpy.try_shutdown()
