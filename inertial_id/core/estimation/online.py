@@ -55,7 +55,7 @@ from inertial_id.core.estimation.resolution import (
 )
 from inertial_id.core.estimation.setup_check import MIN_SAMPLES as SETUP_MIN_SAMPLES
 from inertial_id.core.estimation.setup_check import SetupCheck, SetupProblem
-from inertial_id.core.regressor import batch_gram, predicted_wrench
+from inertial_id.core.regressor import batch_gram, predicted_wrench, regressor_features
 from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE, StampPolicy
 
 DROP_KEYS = (GATED, FROZEN, RESET, JUMP, OUT_OF_RANGE)
@@ -323,7 +323,9 @@ class OnlineEstimator(AnomalyResolution):
                 self._check_payload_change(t[-1], events)
         self.counters[GATED] += int(t.size - np.count_nonzero(keep))
         if prediction is not None:
-            self.setup.add_residual(t[keep], w[keep] - prediction[keep], w[keep])
+            kept = held[keep]
+            features = regressor_features(kept[:, :6], kept[:, 6:12], kept[:, PRODUCTS])
+            self.setup.add_residual(t[keep], w[keep] - prediction[keep], w[keep], features)
         self._held.hold(t[keep], held[keep])
         self._latest = max(self._latest, float(t[-1]))
         self._release()

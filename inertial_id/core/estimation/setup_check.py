@@ -15,9 +15,11 @@ names what the data show, one line each, with the fix in words:
 - ``model``: no rigid body explains the wrench (the unconstrained fit leaves a residual far
   above the configured noise and a good share of the wrench's variance) and no rotation of the
   sensor frame does either: a wrong gravity vector, a wrong URDF or sensor frame;
-- ``time_offset``: the residual of the current estimate follows the wrench's rate of change:
-  the wrench stamps lag (or lead) the joint states' by the estimated offset. Only a plausible
-  lag is named: at most :data:`MAX_PLAUSIBLE_TIME_OFFSET`, from the recent samples alone
+- ``time_offset``: the residual of the current estimate follows the wrench's rate of change
+  beyond what an error of the estimate explains (both are fitted together): the wrench stamps
+  lag (or lead) the joint states' by at least the estimated offset (the rate's noise biases
+  the figure toward zero; the gatherer's matched filter measures the delay itself). Only a
+  plausible lag is named: at most :data:`MAX_PLAUSIBLE_TIME_OFFSET`, from the recent samples alone
   (the last :data:`TIME_OFFSET_BLOCKS` blocks of :data:`TIME_OFFSET_BLOCK`: it clears itself
   once the data no longer show it), as the median of the blocks' estimates weighted by their
   information (a wild block cannot move it), most blocks agreeing on its sign, and each sample
@@ -43,6 +45,7 @@ from inertial_id.core.estimate import N_PI, Estimate
 from inertial_id.core.estimation.estimators import least_squares
 from inertial_id.core.regressor import (
     GRAM_ONES,
+    GRAM_SIZE,
     GRAM_WRENCH,
     BatchNormalEquations,
     batch_gram,
@@ -87,6 +90,12 @@ TIME_OFFSET_MIN_BLOCKS = 4
 TIME_OFFSET_OUTLIER_NOISE = 10.0
 """Noise std (per component) beyond what :data:`MAX_PLAUSIBLE_TIME_OFFSET` explains that make
 a residual sample an outlier of the time-offset statistics."""
+LAG_RESIDUAL = GRAM_WRENCH
+"""Columns of the residual in the time offset's Gram matrix ``[features, 1, r, dw/dt]``: its
+first :data:`GRAM_SIZE` make a :func:`batch_gram` with the residual as the wrench ..."""
+LAG_RATE = slice(GRAM_SIZE, GRAM_SIZE + 6)
+"""... and these the wrench's rate of change."""
+LAG_GRAM_SIZE = GRAM_SIZE + 6
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,7 @@ class SetupCheck:
         self._weights = np.repeat([force_noise_std**-2, torque_noise_std**-2], 3)
         force_only = np.concatenate((self._weights[:3], np.zeros(3)))
         self._force_equations = BatchNormalEquations(self.sign, force_only)
+        self._lag_equations = BatchNormalEquations(self.sign, self._weights)
         self._torque_equations = BatchNormalEquations(self.sign, self._weights - force_only)
 
     def set_noise(self, force_noise_std: float, torque_noise_std: float) -> None:
@@ -126,11 +136,12 @@ class SetupCheck:
         """Forget everything (a new payload, a reset)."""
         self.force = SufficientStatistics(N_PI + 6)
         self.torque = SufficientStatistics(N_PI + 6)
-        # Time offset: closed blocks' (numerator, denominator) of -tau = sum w r dw / sum
-        # w dw^2 and outliers left out (of TIME_OFFSET_BLOCK samples); the open block's,
-        # with its samples.
-        self._lag_blocks: deque[tuple[float, float, int]] = deque(maxlen=TIME_OFFSET_BLOCKS)
-        self._lag_open: list[float] = [0.0, 0.0, 0, 0]
+        # Time offset: closed blocks' lag Gram matrices (add_residual) and outliers left out
+        # (of TIME_OFFSET_BLOCK samples); the open block's, with its samples.
+        self._lag_blocks: deque[tuple[NDArray[np.float64], int]] = deque(
+            maxlen=TIME_OFFSET_BLOCKS)
+        self._lag_cache: tuple[NDArray[np.float64], NDArray[np.float64], float] | None = None
+        self._open_lag_block()
         self.lag_outliers = 0
         self._last: tuple[float, NDArray[np.float64]] | None = None
         # Sums over samples of f, a, f f^T, f a^T, a a^T (force, and the linear acceleration
@@ -176,17 +187,24 @@ class SetupCheck:
         self._aa += self.sign**2 * gram[:3, :3]
 
     def add_residual(self, times: NDArray[np.float64], residual: NDArray[np.float64],
-                     wrench: NDArray[np.float64]) -> None:
-        """Residuals of the current estimate ((N,) s, (N, 6) sensor frame, N and N m) and
-        the measured (filtered) wrench, for the time offset: ``w(t) = w_true(t - tau)`` leaves
-        ``r = -tau dw/dt``."""
+                     wrench: NDArray[np.float64], features: NDArray[np.float64]) -> None:
+        """Residuals of the current estimate ((N,) s, (N, 6) sensor frame, N and N m), the
+        measured (filtered) wrench and the samples' :func:`~inertial_id.core.regressor.
+        regressor_features` (N, 12), for the time offset: ``w(t) = w_true(t - tau)`` leaves
+        ``r = A delta - tau dw/dt``, ``delta`` the estimate's error (parameters and offset).
+
+        Each block keeps the Gram matrix of ``[features, 1, r, dw/dt]`` over the samples a
+        lag could explain, so that ``delta`` and ``tau`` are fitted together over the window
+        (:meth:`_fit_lag`): a wrong estimate (early, or just after a reset) whose residual
+        happens to follow the wrench's rate is not taken for a lag."""
         if times.size == 0:
             return
-        t, w = times, wrench
+        t, w, z = times, wrench, features
         if self._last is not None and 0.0 < t[0] - self._last[0] < 0.05:
             t = np.concatenate(([self._last[0]], t))
             w = np.vstack((self._last[1], w))
             residual = np.vstack((np.zeros(6), residual))
+            z = np.vstack((features[:1], features))
         self._last = (float(times[-1]), wrench[-1].copy())
         dt = np.diff(t)
         if dt.size == 0 or np.any(dt <= 0.0):
@@ -200,53 +218,97 @@ class SetupCheck:
                  + TIME_OFFSET_OUTLIER_NOISE / np.sqrt(self._weights))
         lag_like = np.all(np.abs(middle) <= bound, axis=1)
         self.lag_outliers += int(lag_like.size - np.count_nonzero(lag_like))
-        numerators = np.where(lag_like, np.sum(self._weights * middle * rate, axis=1), 0.0)
-        denominators = np.where(lag_like, np.sum(self._weights * rate * rate, axis=1), 0.0)
+        columns = np.empty((lag_like.size, LAG_GRAM_SIZE))
+        columns[:, :GRAM_ONES] = z[1:]
+        columns[:, GRAM_ONES] = 1.0
+        columns[:, LAG_RESIDUAL] = middle
+        columns[:, LAG_RATE] = rate
+        columns[~lag_like] = 0.0
         start = 0
         while start < lag_like.size:
-            chunk = slice(start, start + min(TIME_OFFSET_BLOCK - self._lag_open[2],
-                                             lag_like.size - start))
-            self._lag_open[0] += float(numerators[chunk].sum())
-            self._lag_open[1] += float(denominators[chunk].sum())
-            self._lag_open[2] += chunk.stop - chunk.start
-            self._lag_open[3] += int(np.count_nonzero(~lag_like[chunk]))
-            start = chunk.stop
-            if self._lag_open[2] == TIME_OFFSET_BLOCK:
-                self._lag_blocks.append((self._lag_open[0], self._lag_open[1],
-                                         self._lag_open[3]))
-                self._lag_open = [0.0, 0.0, 0, 0]
+            stop = start + min(TIME_OFFSET_BLOCK - self._lag_open_samples,
+                               lag_like.size - start)
+            chunk = columns[start:stop]
+            self._lag_open_gram += chunk.T @ chunk
+            self._lag_open_samples += stop - start
+            self._lag_open_outliers += int(np.count_nonzero(~lag_like[start:stop]))
+            start = stop
+            if self._lag_open_samples == TIME_OFFSET_BLOCK:
+                self._lag_blocks.append((self._lag_open_gram, self._lag_open_outliers))
+                self._lag_cache = None
+                self._open_lag_block()
 
-    def _lag_estimates(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """The latest blocks' offsets (s) and their information (1/s^2 weighted)."""
-        blocks = [(-num / den, den) for num, den, _ in self._lag_blocks
-                  if den > 0.0 and np.isfinite(num / den)]
-        if not blocks:
-            return np.zeros(0), np.zeros(0)
-        taus, information = np.array(blocks).T
-        return taus, information
+    def _open_lag_block(self) -> None:
+        self._lag_open_gram = np.zeros((LAG_GRAM_SIZE, LAG_GRAM_SIZE))
+        self._lag_open_samples = 0
+        self._lag_open_outliers = 0
+
+    def _rate_terms(self, grams: NDArray[np.float64]
+                    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Of lag Gram matrices (B, 25, 25): ``A^T W dw/dt`` (B, 16), ``dw/dt^T W dw/dt`` and
+        ``dw/dt^T W r`` (B,) (``A``: the rows of the parameters and offset, weighted as the
+        estimator weights them)."""
+        rate_moment = np.einsum("bfr,fra->ba", grams[:, :GRAM_WRENCH.start, LAG_RATE],
+                                self._lag_equations.weighted_rows)
+        rate_energy = np.diagonal(grams[:, LAG_RATE, LAG_RATE], axis1=1, axis2=2) @ self._weights
+        cross = np.diagonal(grams[:, LAG_RESIDUAL, LAG_RATE], axis1=1, axis2=2) @ self._weights
+        return rate_moment, rate_energy, cross
+
+    def _lag_estimates(self) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+        """The latest blocks' offsets (s), each from its residual less the window's fitted
+        ``A delta``, their information (1/s^2, weighted) and the window's information of
+        ``tau`` with ``delta`` fitted too (computed once per closed block)."""
+        if self._lag_cache is None:
+            self._lag_cache = self._fit_lag()
+        return self._lag_cache
+
+    def _fit_lag(self) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+        """:meth:`_lag_estimates` from the joint fit ``r = A delta - tau dw/dt`` over the
+        latest blocks; ``delta`` is the estimate's error (16: parameters and offset)."""
+        none = np.zeros(0), np.zeros(0), 0.0
+        if not self._lag_blocks:
+            return none
+        grams = np.array([gram for gram, _ in self._lag_blocks])
+        rate_moment, rate_energy, cross = self._rate_terms(grams)
+        window = grams.sum(axis=0)
+        information, residual_moment, _ = self._lag_equations(window[:GRAM_SIZE, :GRAM_SIZE])
+        total_moment, total_energy, total_cross = (x.sum(axis=0) for x in
+                                                   (rate_moment, rate_energy, cross))
+        # Directions of A the window does not excite are left out (pseudo-inverse).
+        inverse = np.linalg.pinv(information, rcond=1e-10, hermitian=True)
+        tau_information = float(total_energy - total_moment @ inverse @ total_moment)
+        if not (np.isfinite(tau_information) and tau_information > 0.0):
+            return none
+        slope = (total_cross - total_moment @ inverse @ residual_moment) / tau_information
+        delta = inverse @ (residual_moment - slope * total_moment)
+        used = rate_energy > 0.0
+        taus = -(cross[used] - rate_moment[used] @ delta) / rate_energy[used]
+        finite = np.isfinite(taus)
+        return taus[finite], rate_energy[used][finite], tau_information
 
     def time_offset(self) -> tuple[float, float]:
         """The estimated offset (s; positive: the wrench stamps are late) and its SNR, from
         the latest blocks (0, 0 while fewer than :data:`TIME_OFFSET_MIN_BLOCKS`): the
         information-weighted median of the blocks' offsets, and its size over its
-        white-noise standard error with all their information."""
-        taus, information = self._lag_estimates()
+        white-noise standard error with all their information, the estimate's error fitted
+        with it."""
+        taus, information, tau_information = self._lag_estimates()
         if taus.size < TIME_OFFSET_MIN_BLOCKS:
             return 0.0, 0.0
         order = np.argsort(taus)
         cumulative = np.cumsum(information[order])
         tau = float(taus[order][np.searchsorted(cumulative, 0.5 * cumulative[-1])])
-        return tau, abs(tau) * float(np.sqrt(cumulative[-1]))
+        return tau, abs(tau) * float(np.sqrt(tau_information))
 
     def _time_offset_agreement(self, tau: float) -> float:
         """Share of the latest blocks' information whose offset has the sign of ``tau``."""
-        taus, information = self._lag_estimates()
+        taus, information, _ = self._lag_estimates()
         total = float(information.sum())
         return float(information[taus * tau > 0.0].sum()) / total if total > 0.0 else 0.0
 
     def _time_offset_outlier_share(self) -> float:
         """Share of the latest blocks' samples left out as outliers."""
-        outliers = sum(block[2] for block in self._lag_blocks)
+        outliers = sum(block[1] for block in self._lag_blocks)
         return outliers / max(len(self._lag_blocks) * TIME_OFFSET_BLOCK, 1)
 
     def evidence(self) -> dict[str, float]:
@@ -304,7 +366,7 @@ class SetupCheck:
             late = "lag" if tau > 0 else "lead"
             problems.append(SetupProblem(
                 "time_offset", f"time offset: the wrench stamps {late} the joint states' by "
-                f"{1e3 * abs(tau):.0f} ms (SNR {snr:.0f}, over the last "
+                f"at least {1e3 * abs(tau):.0f} ms (SNR {snr:.0f}, over the last "
                 f"{len(self._lag_blocks) * TIME_OFFSET_BLOCK} samples): stamp both with the "
                 "same clock at measurement time"))
         return problems
