@@ -28,6 +28,7 @@ from inertial_id.core.errors import InertialIdError
 from inertial_id.core.gathering.gatherer import Gathering
 from inertial_id.core.gathering.ledger import DropLedger, drop_key
 from inertial_id.core.gathering.synchronizer.kernel import compiled_kernel
+from inertial_id.core.samples import WrenchSample
 from inertial_id.io.cdr import CdrDecoder, CdrEncoder
 from inertial_id.msg import JointSamples
 from inertial_id.nodes.common import (
@@ -42,6 +43,7 @@ from inertial_id.nodes.common import (
     set_period,
     steady_timer,
 )
+from inertial_id.nodes.compensated_wrench import CompensatedWrenchOutput
 from inertial_id.nodes.conversions import (
     UndecodableError,
     joint_state_from_bytes,
@@ -90,6 +92,7 @@ class Gatherer(PipelineNode):
         self.tokens, self.tokens_at = BURST, time.monotonic()
         self.publish_timer = steady_timer(self, 1.0 / self.publish_rate, self.publish_ready,
                                           autostart=False)
+        self.compensated = CompensatedWrenchOutput(self, values["queue_depth"])
         self.description = RobotDescription(self, values, self.configure)
 
     def apply_parameters(self, values: dict[str, Any], changed: set[str]) -> None:
@@ -110,6 +113,14 @@ class Gatherer(PipelineNode):
         self.gathering = Gathering(urdf, self.settings, model, self.ledger)
         names = self.gathering.joint_names
         self.get_logger().info(f"gathering {len(names)} joints: {', '.join(names)}")
+        try:
+            model = model or gatherer_kinematics(self.values).model(urdf)
+            if model.joint_names != names:
+                raise InertialIdError(f"the model's joints {model.joint_names} are not the "
+                                      "gathered ones: lock the same joints")
+            self.compensated.configure(model)
+        except InertialIdError as exc:
+            self.get_logger().warning(f"no ~/compensated_wrench: {exc}")
 
     def status(self) -> tuple[bytes, str, dict[str, Number]]:
         """Diagnostics: inputs, outputs, what was dropped and why."""
@@ -125,6 +136,7 @@ class Gatherer(PipelineNode):
                        "wrenches_unaccounted": (
                            self.wrench_input.count - self.published
                            + self.provisional_published - wrench_drops - held)})
+        values.update(self.compensated.values())
         if self.gathering is None:
             return DiagnosticStatus.WARN, "waiting for the URDF", values
         gathering = self.gathering
@@ -189,7 +201,9 @@ class Gatherer(PipelineNode):
     def _take(self, kind: str, raw: bytes) -> None:
         """Decode and buffer one ``joint_state`` or ``wrench``; whatever is wrong with it is
         counted in the ledger (``<kind>_<reason>``: :func:`drop_key`; the gathering counts
-        what it refuses, see :meth:`Gathering.add`) and logged, and the node goes on."""
+        what it refuses, see :meth:`Gathering.add`) and logged, and the node goes on. An
+        accepted one also goes to ``~/compensated_wrench``."""
+        arrival = time.perf_counter()
         if self.gathering is None:
             self.ledger.refuse(f"{kind}_before_urdf", "no URDF yet")
             return
@@ -204,9 +218,17 @@ class Gatherer(PipelineNode):
             self._log_drop(kind, exc)
             return
         try:
-            self.gathering.add(msg)
+            accepted = self.gathering.add(msg)
         except InertialIdError as exc:
             self._log_drop(kind, exc)
+            accepted = False
+        if accepted and isinstance(msg, WrenchSample):
+            self.compensated.wrench(arrival, msg.stamp, msg.stamp - self.gathering.wrench_delay,
+                                    msg.frame_id, msg.wrench)
+        elif accepted:
+            latest = self.gathering.synchronizer.latest_joint_state()
+            if latest is not None:
+                self.compensated.joint_state(*latest)
         if kind == "wrench" and self.gathering.wrench_frame:
             self.diagnostics.hardware_id = self.gathering.wrench_frame
 

@@ -207,6 +207,13 @@ class FixedLagSynchronizer:
             self._joint_v.append(v)
         return True
 
+    def latest_joint_state(self) -> tuple[float, NDArray[np.float64]] | None:
+        """The newest buffered joint state: its stamp (s) and positions (model order, rad or
+        m); None with none buffered."""
+        if not len(self._joint_t):
+            return None
+        return self._joint_t.last(), self._joint_q.view()[-1].copy()
+
     def _spike(self, t: float, q: NDArray[np.float64]) -> bool:
         """Drop and count (``joint_state_spike``) a joint state farther from the last one
         than any joint moves in the time between (before the filter sees it); a run of

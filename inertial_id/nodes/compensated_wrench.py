@@ -1,0 +1,166 @@
+"""The gatherer's ``~/compensated_wrench``: each wrench as it arrives, less the F/T bias and the
+payload's wrench (:mod:`inertial_id.core.compensated_wrench`).
+
+Inputs besides the gatherer's own joint states and wrenches:
+
+- ``solver/parameters`` (inertial_id/InertialParameters): the latest estimate, ``pi`` and
+  ``wrench_offset`` in the sensor frame; every published estimate is used (its ``converged``
+  says whether it is final);
+- the solver's ``wrench_sign`` parameter, read once from the solver's parameter service (the
+  gatherer keeps no copy that could disagree);
+- ``applier/compensation``: what a compensating driver already subtracts (the same listener as
+  the solver's); while the driver switches, nothing is published.
+
+Published (``geometry_msgs/WrenchStamped``, the wrench's own stamp and frame, N and N m) only
+while someone subscribes: without a subscriber the kinematics are not computed at all. Its
+latency, from the wrench's callback to the publication, is on ``/diagnostics``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from geometry_msgs.msg import WrenchStamped
+from rclpy.node import Node
+from rclpy.parameter import parameter_value_to_python
+from rclpy.parameter_client import AsyncParameterClient
+
+from inertial_id.core.compensated_wrench import WrenchCompensation
+from inertial_id.core.errors import InertialIdError
+from inertial_id.core.estimation.compensation import DriverCompensation
+from inertial_id.core.kinematics import SensorKinematics
+from inertial_id.core.regressor import wrench_sign
+from inertial_id.io.cdr import CdrEncoder
+from inertial_id.msg import InertialParameters
+from inertial_id.nodes.common import Number, RecentValues, sensor_qos
+from inertial_id.nodes.compensation import CompensationListener
+
+LATENCY_WINDOW = 2000
+"""Latest publications whose latency the diagnostics summarise."""
+SIGN_RETRY = 1.0
+"""s between asks for the solver's ``wrench_sign`` until it answers."""
+
+
+class CompensatedWrenchOutput:
+    """See the module docstring. ``node`` is the gatherer; :meth:`configure` once the URDF's
+    kinematics are known."""
+
+    def __init__(self, node: Node, queue_depth: int) -> None:
+        self.node = node
+        self.publisher = node.create_publisher(WrenchStamped, "~/compensated_wrench",
+                                               sensor_qos(queue_depth))
+        self.encoder = CdrEncoder()
+        self.compensation: WrenchCompensation | None = None
+        self.kinematics: SensorKinematics | None = None
+        self.sign: float | None = None
+        self.estimate: InertialParameters | None = None
+        self.driver: DriverCompensation | None = None
+        self.driver_pi: np.ndarray | None = None  # the driver's compensation last taken
+        self.listener: CompensationListener | None = None
+        self.published = 0
+        self.skipped = 0  # wrenches with a subscriber but no value (no estimate, stale joints)
+        self.refused = ""  # why the last estimate was not used
+        self.latency = RecentValues(LATENCY_WINDOW)
+        self._latencies: list[float] = []  # since the last diagnostics
+        node.create_subscription(InertialParameters, "solver/parameters", self.on_estimate, 10)
+        self.sign_client = AsyncParameterClient(node, "solver")
+        self.sign_timer = node.create_timer(SIGN_RETRY, self.ask_sign)
+
+    def configure(self, kinematics: SensorKinematics) -> None:
+        """The sensor's kinematics (the gatherer's joints, in its order)."""
+        self.kinematics = kinematics
+        self._start()
+
+    def ask_sign(self) -> None:
+        """Ask the solver for its ``wrench_sign`` (again, until it answers)."""
+        if self.sign is not None or not self.sign_client.services_are_ready():
+            return
+        self.sign_client.get_parameters(["wrench_sign"]).add_done_callback(self.on_sign)
+
+    def on_sign(self, future: Any) -> None:
+        response = future.result()
+        if self.sign is not None or response is None or not response.values:
+            return
+        try:
+            self.sign = wrench_sign(str(parameter_value_to_python(response.values[0])))
+        except InertialIdError as exc:
+            self.refused = f"solver wrench_sign: {exc}"
+            return
+        self.sign_timer.cancel()
+        self._start()
+
+    def _start(self) -> None:
+        """The compensation once both the kinematics and the sign are known."""
+        if self.kinematics is None or self.sign is None or self.compensation is not None:
+            return
+        self.compensation = WrenchCompensation(self.kinematics.compute_one, self.sign)
+        self.driver = DriverCompensation(self.sign)
+        model = self.kinematics.model
+        self.listener = CompensationListener(self.node, self.driver, lambda: (0.0, 0.0),
+                                             lambda: model)
+        if self.estimate is not None:
+            self.on_estimate(self.estimate)
+
+    def on_estimate(self, msg: InertialParameters) -> None:
+        """The solver's latest estimate; one that cannot be used is named and the last kept."""
+        self.estimate = msg
+        if self.compensation is None:
+            return
+        try:
+            self.compensation.set_estimate(np.asarray(msg.pi, float),
+                                           np.asarray(msg.wrench_offset, float))
+            self.refused = ""
+        except InertialIdError as exc:
+            self.refused = str(exc)
+
+    @property
+    def wanted(self) -> bool:
+        """Someone subscribes and the compensation can run."""
+        return self.compensation is not None and self.publisher.get_subscription_count() > 0
+
+    def joint_state(self, t: float, position: np.ndarray) -> None:
+        """An accepted joint state (s; model order)."""
+        if self.wanted:
+            assert self.compensation is not None
+            self.compensation.add_joint_state(t, position)
+
+    def wrench(self, arrival: float, stamp: float, t: float, frame: str,
+               wrench: np.ndarray) -> None:
+        """An accepted wrench: its callback's start (``time.perf_counter`` s), its stamp as
+        published, ``t`` the stamp on the joint states' clock (the delay taken off), its
+        frame and values."""
+        if not self.wanted:
+            return
+        assert self.compensation is not None and self.driver is not None
+        if self.listener is not None and frame != self.listener.sensor:
+            self.listener.sensor_frame(frame)
+        if self.driver.changing:
+            self.skipped += 1
+            return
+        if self.driver.current is not self.driver_pi:
+            self.driver_pi = self.driver.current
+            self.compensation.set_driver_payload(self.driver_pi)
+        value = self.compensation.compensate(t, wrench)
+        if value is None:
+            self.skipped += 1
+            return
+        self.publisher.publish(self.encoder.wrench(stamp, frame, value))
+        self.published += 1
+        self._latencies.append(time.perf_counter() - arrival)
+
+    def values(self) -> dict[str, Number]:
+        """Diagnostics: published, skipped, the latency's p50/p99 (ms) and whether an
+        estimate is in use."""
+        self.latency.extend(np.array(self._latencies))
+        self._latencies.clear()
+        p50, p99 = 1e3 * self.latency.percentiles([50, 99]) if len(self.latency) else (0.0, 0.0)
+        return {"compensated_wrenches_published": self.published,
+                "compensated_wrenches_skipped": self.skipped,
+                "compensated_wrench_latency_p50_ms": float(p50),
+                "compensated_wrench_latency_p99_ms": float(p99),
+                "compensated_wrench_ready": bool(self.compensation is not None
+                                                 and self.compensation.ready),
+                "compensated_wrench_estimate_refused": bool(self.refused)}
+
