@@ -159,11 +159,11 @@ class WrenchCompensation:
     def compensate(self, t: float, wrench: NDArray[np.float64]) -> NDArray[np.float64] | None:
         """``w_c`` (6,) of the wrench measured at ``t`` (s, the joint states' clock; sensor
         frame, N and N m), or None before :attr:`ready` or when ``t`` is more than
-        :data:`MAX_EXTRAPOLATION` after the newest joint state."""
+        :data:`MAX_EXTRAPOLATION` from the newest joint state (either side)."""
         if not self.ready:
             return None
         newest_t, newest = self._payload[-1]
-        if t - newest_t > MAX_EXTRAPOLATION:
+        if abs(t - newest_t) > MAX_EXTRAPOLATION:
             return None
         payload = newest
         if len(self._payload) == 2:

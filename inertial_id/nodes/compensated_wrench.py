@@ -128,10 +128,15 @@ class CompensatedWrenchOutput:
 
     def wrench(self, arrival: float, stamp: float, t: float, frame: str,
                wrench: np.ndarray) -> None:
-        """An accepted wrench: its callback's start (``time.perf_counter`` s), its stamp as
-        published, ``t`` the stamp on the joint states' clock (the delay taken off), its
-        frame and values."""
+        """A wrench in the stream's frame: its callback's start (``time.perf_counter`` s),
+        its stamp as published, ``t`` the stamp on the joint states' clock (the delay taken
+        off), its frame and values. A non-finite one, or one stamped away from the joint
+        states (:data:`~inertial_id.core.compensated_wrench.MAX_EXTRAPOLATION`), is skipped
+        and counted."""
         if not self.wanted:
+            return
+        if not np.isfinite(wrench).all():
+            self.skipped += 1
             return
         assert self.compensation is not None and self.driver is not None
         if self.listener is not None and frame != self.listener.sensor:

@@ -201,13 +201,13 @@ class Gatherer(PipelineNode):
     def _take(self, kind: str, raw: bytes) -> None:
         """Decode and buffer one ``joint_state`` or ``wrench``; whatever is wrong with it is
         counted in the ledger (``<kind>_<reason>``: :func:`drop_key`; the gathering counts
-        what it refuses, see :meth:`Gathering.add`) and logged, and the node goes on. An
-        accepted one also goes to ``~/compensated_wrench``."""
+        what it refuses, see :meth:`Gathering.add`) and logged, and the node goes on. A
+        wrench in the stream's frame goes to ``~/compensated_wrench`` first (before the
+        gathering's work, for its latency), an accepted joint state after."""
         arrival = time.perf_counter()
         if self.gathering is None:
             self.ledger.refuse(f"{kind}_before_urdf", "no URDF yet")
             return
-        self.schedule()
         try:
             if kind == "wrench":
                 msg = wrench_from_bytes(raw, self.decoder)
@@ -217,16 +217,18 @@ class Gatherer(PipelineNode):
             self.ledger.refuse(drop_key(kind, exc), str(exc))
             self._log_drop(kind, exc)
             return
+        gathering = self.gathering
+        if isinstance(msg, WrenchSample) and msg.frame_id == gathering.wrench_frame:
+            self.compensated.wrench(arrival, msg.stamp, msg.stamp - gathering.wrench_delay,
+                                    msg.frame_id, msg.wrench)
+        self.schedule()
         try:
-            accepted = self.gathering.add(msg)
+            accepted = gathering.add(msg)
         except InertialIdError as exc:
             self._log_drop(kind, exc)
             accepted = False
-        if accepted and isinstance(msg, WrenchSample):
-            self.compensated.wrench(arrival, msg.stamp, msg.stamp - self.gathering.wrench_delay,
-                                    msg.frame_id, msg.wrench)
-        elif accepted:
-            latest = self.gathering.synchronizer.latest_joint_state()
+        if accepted and not isinstance(msg, WrenchSample):
+            latest = gathering.synchronizer.latest_joint_state()
             if latest is not None:
                 self.compensated.joint_state(*latest)
         if kind == "wrench" and self.gathering.wrench_frame:
