@@ -11,8 +11,9 @@ Inputs besides the gatherer's own joint states and wrenches:
 - ``applier/compensation``: what a compensating driver already subtracts (the same listener as
   the solver's); while the driver switches, nothing is published.
 
-Published (``geometry_msgs/WrenchStamped``, the wrench's own stamp and frame, N and N m) only
-while someone subscribes: without a subscriber the kinematics are not computed at all. Its
+Published (``geometry_msgs/WrenchStamped``, the wrench's own stamp and frame, N and N m;
+reliable, so that reliable and best-effort subscribers both match) only while someone
+subscribes: without a subscriber the kinematics are not computed at all. Its
 latency, from the wrench's callback to the publication, is on ``/diagnostics``.
 """
 
@@ -34,7 +35,7 @@ from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.regressor import wrench_sign
 from inertial_id.io.cdr import CdrEncoder
 from inertial_id.msg import InertialParameters
-from inertial_id.nodes.common import Number, RecentValues, sensor_qos
+from inertial_id.nodes.common import Number, RecentValues, pipeline_qos
 from inertial_id.nodes.compensation import CompensationListener
 
 LATENCY_WINDOW = 2000
@@ -49,8 +50,10 @@ class CompensatedWrenchOutput:
 
     def __init__(self, node: Node, queue_depth: int) -> None:
         self.node = node
+        # Reliable: a reliable subscriber (cartesian_controllers' ft_sensor_wrench, rclcpp's
+        # default) matches it, and so does a best-effort one (sensor-data QoS).
         self.publisher = node.create_publisher(WrenchStamped, "~/compensated_wrench",
-                                               sensor_qos(queue_depth))
+                                               pipeline_qos(queue_depth))
         self.encoder = CdrEncoder()
         self.compensation: WrenchCompensation | None = None
         self.kinematics: SensorKinematics | None = None

@@ -12,12 +12,11 @@ import rclpy
 from geometry_msgs.msg import WrenchStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from sensor_msgs.msg import JointState
 from test_four_processes import _start
 
 from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.msg import InertialParameters
-from inertial_id.nodes.common import sensor_qos
+from inertial_id.nodes.common import latched_qos, sensor_qos
 
 FORCE_NOISE, TORQUE_NOISE = 0.08, 0.004
 PUSH = (14.0, 1.5, 0.0, -15.0, 0.0)  # start s, duration s, force N (sensor frame)
@@ -38,12 +37,12 @@ def test_the_compensated_wrench_is_the_noise_and_the_push(ros_env: dict[str, str
         node = Node("compensated_probe", context=context)
         estimates: list[InertialParameters] = []
         wrenches: list[tuple[float, np.ndarray]] = []
-        first_joint_state: list[float] = []
+        motion_start: list[float] = []
         node.create_subscription(InertialParameters, "/solver/parameters", estimates.append, 10)
-        node.create_subscription(  # the simulator's time 0: its first joint state's stamp
-            JointState, "/joint_states",
-            lambda m: first_joint_state or first_joint_state.append(
-                m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec), sensor_qos(10))
+        node.create_subscription(  # the simulator's time 0 (latched: the arm's first sample)
+            InertialParameters, "/simulator/ground_truth",
+            lambda m: motion_start or motion_start.append(
+                m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec), latched_qos())
         node.create_subscription(
             WrenchStamped, "/gatherer/compensated_wrench",
             lambda m: wrenches.append((m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec,
@@ -60,8 +59,8 @@ def test_the_compensated_wrench_is_the_noise_and_the_push(ros_env: dict[str, str
             if converged_at is None and estimates and estimates[-1].converged:
                 stamp = estimates[-1].header.stamp
                 converged_at = stamp.sec + 1e-9 * stamp.nanosec + 2.0  # settled 2 s more
-            if (wrenches and converged_at is not None and first_joint_state
-                    and wrenches[-1][0] > first_joint_state[0] + PUSH[0] + PUSH[1] + 0.5):
+            if (wrenches and converged_at is not None and motion_start
+                    and wrenches[-1][0] > motion_start[0] + PUSH[0] + PUSH[1] + 0.5):
                 break
         for process in processes:
             assert process.poll() is None
@@ -74,7 +73,7 @@ def test_the_compensated_wrench_is_the_noise_and_the_push(ros_env: dict[str, str
     assert converged_at is not None and wrenches, (len(estimates), len(wrenches))
     stamps = np.array([t for t, _ in wrenches])
     values = np.array([w for _, w in wrenches])
-    start = first_joint_state[0]
+    start = motion_start[0]
     quiet = (stamps > converged_at) & (stamps < start + PUSH[0] - 0.2)
     if quiet.sum() < 1000:
         pytest.fail(f"{quiet.sum()} compensated wrenches between convergence and the push")
