@@ -19,7 +19,7 @@ from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import latched_qos, sensor_qos
 
 FORCE_NOISE, TORQUE_NOISE = 0.08, 0.004
-PUSH = (14.0, 1.5, 0.0, -15.0, 0.0)  # start s, duration s, force N (sensor frame)
+PUSH = (18.0, 1.5, 0.0, -15.0, 0.0)  # start s, duration s, force N (sensor frame)
 
 
 def test_the_compensated_wrench_is_the_noise_and_the_push(ros_env: dict[str, str]) -> None:
