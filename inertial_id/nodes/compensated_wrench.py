@@ -4,8 +4,9 @@ payload's wrench (:mod:`inertial_id.core.compensated_wrench`).
 Inputs besides the gatherer's own joint states and wrenches:
 
 - ``solver/parameters`` (inertial_id/InertialParameters): the latest estimate, ``pi`` and
-  ``wrench_offset`` in the sensor frame; every published estimate is used (its ``converged``
-  says whether it is final);
+  ``wrench_offset``, brought into the sensor frame when the solver publishes in another
+  ``output_frame``; every published estimate is used (its ``converged`` says whether it is
+  final);
 - the solver's ``wrench_sign`` parameter, read once from the solver's parameter service (the
   gatherer keeps no copy that could disagree);
 - ``applier/compensation``: what a compensating driver already subtracts (the same listener as
@@ -31,6 +32,7 @@ from rclpy.parameter_client import AsyncParameterClient
 from inertial_id.core.compensated_wrench import WrenchCompensation
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimation.compensation import DriverCompensation
+from inertial_id.core.frames import frame_placement, pi_transform, wrench_transform
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.regressor import wrench_sign
 from inertial_id.io.cdr import CdrEncoder
@@ -107,16 +109,26 @@ class CompensatedWrenchOutput:
             self.on_estimate(self.estimate)
 
     def on_estimate(self, msg: InertialParameters) -> None:
-        """The solver's latest estimate; one that cannot be used is named and the last kept."""
+        """The solver's latest estimate (brought into the sensor frame when the solver
+        publishes in another ``output_frame``); one that cannot be used is named and the
+        last kept."""
         self.estimate = msg
         if self.compensation is None:
             return
+        assert self.kinematics is not None
+        pi, offset = np.asarray(msg.pi, float), np.asarray(msg.wrench_offset, float)
+        frame, sensor = msg.header.frame_id, self.kinematics.sensor_frame
         try:
-            self.compensation.set_estimate(np.asarray(msg.pi, float),
-                                           np.asarray(msg.wrench_offset, float))
+            if frame and frame != sensor:
+                frame_M_sensor = frame_placement(self.kinematics.model, frame, sensor)
+                pi = pi_transform(frame_M_sensor) @ pi
+                offset = wrench_transform(frame_M_sensor) @ offset
+            self.compensation.set_estimate(pi, offset)
             self.refused = ""
         except InertialIdError as exc:
             self.refused = str(exc)
+            self.node.get_logger().warning(f"estimate not used for ~/compensated_wrench: {exc}",
+                                           throttle_duration_sec=5.0)
 
     @property
     def wanted(self) -> bool:
