@@ -247,6 +247,8 @@ class BatchNormalEquations:
         rows[:12, :, :10] = self.sign * LINEAR_BASIS.reshape(12, 6, 10)
         rows[12, :, 10:] = np.eye(6)
         weighted = rows * weights[None, :, None]
+        self.rows = rows
+        """``E[f, r, :]`` (13, 6, 16): each ``z`` entry's rows, unweighted."""
         self._information = np.einsum("fra,grb->fgab", weighted, rows).reshape(169, 256)
         self._moment = weighted.reshape(78, 16)
         self.weighted_rows = weighted
@@ -260,6 +262,20 @@ class BatchNormalEquations:
         information = 0.5 * (information + information.T)
         moment = gram[:13, GRAM_WRENCH].reshape(78) @ self._moment
         energy = float(np.diagonal(gram)[GRAM_WRENCH] @ self.row_weights)
+        return information, moment, energy
+
+    def stacked(self, grams: NDArray[np.float64]) -> tuple[NDArray[np.float64],
+                                                           NDArray[np.float64],
+                                                           NDArray[np.float64]]:
+        """:meth:`__call__` of B Gram matrices (B, 19, 19) at once: (B, 16, 16), (B, 16),
+        (B,)."""
+        b = grams.shape[0]
+        information = (grams[:, :13, :13].reshape(b, 169) @ self._information).reshape(
+            b, 16, 16)
+        information = 0.5 * (information + information.transpose(0, 2, 1))
+        moment = grams[:, :13, GRAM_WRENCH].reshape(b, 78) @ self._moment
+        energy = np.diagonal(grams[:, GRAM_WRENCH, GRAM_WRENCH], axis1=1, axis2=2) @ (
+            self.row_weights)
         return information, moment, energy
 
 

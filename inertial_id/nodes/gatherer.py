@@ -157,6 +157,12 @@ class Gatherer(PipelineNode):
         if gathering.stamp_delay is not None:
             values.update({f"wrench_delay_{k}": float(v)
                            for k, v in gathering.stamp_delay.as_dict().items()})
+        if gathering.delay_tracker is not None:  # kept estimated on the released samples
+            tracked = gathering.delay_tracker.latest.as_dict()
+            values.update({"wrench_delay_tracked": float(tracked["delay"]),
+                           "wrench_delay_tracked_std": float(tracked["std"]),
+                           "wrench_delay_tracked_samples": int(tracked["samples"]),
+                           "wrench_delay_corrections": gathering.delay_tracker.corrections})
         silent = [name for name, s in (("joint_states", self.joint_input),
                                        ("wrench", self.wrench_input)) if s.silent]
         if silent:

@@ -111,8 +111,12 @@ class ReplayResult:
         doc["filter"] = None if choice is None else {
             **choice.as_dict(), "switches": self.pipeline.gathering.watch.switches}
         gathering = self.pipeline.gathering
-        doc["wrench_delay"] = {"applied": float(gathering.wrench_delay), "estimate": (
-            None if gathering.stamp_delay is None else gathering.stamp_delay.as_dict())}
+        tracker = gathering.delay_tracker
+        doc["wrench_delay"] = {
+            "applied": float(gathering.wrench_delay),
+            "estimate": None if gathering.stamp_delay is None else gathering.stamp_delay.as_dict(),
+            "tracked": None if tracker is None else tracker.latest.as_dict(),
+            "corrections": 0 if tracker is None else tracker.corrections}
         doc["bias"] = self.bias_document()
         doc["open_anomalies"] = [
             [round(a.start - self.start_time, 4), round(a.resolved_at - self.start_time, 4),

@@ -43,9 +43,9 @@ from numpy.typing import NDArray
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimate import N_PI, Estimate
 from inertial_id.core.estimation.estimators import least_squares
+from inertial_id.core.lag_fit import LAG_GRAM_SIZE, RATE, SIGNAL, LagFit, lag_columns
 from inertial_id.core.regressor import (
     GRAM_ONES,
-    GRAM_SIZE,
     GRAM_WRENCH,
     BatchNormalEquations,
     batch_gram,
@@ -90,12 +90,6 @@ TIME_OFFSET_MIN_BLOCKS = 4
 TIME_OFFSET_OUTLIER_NOISE = 10.0
 """Noise std (per component) beyond what :data:`MAX_PLAUSIBLE_TIME_OFFSET` explains that make
 a residual sample an outlier of the time-offset statistics."""
-LAG_RESIDUAL = GRAM_WRENCH
-"""Columns of the residual in the time offset's Gram matrix ``[features, 1, r, dw/dt]``: its
-first :data:`GRAM_SIZE` make a :func:`batch_gram` with the residual as the wrench ..."""
-LAG_RATE = slice(GRAM_SIZE, GRAM_SIZE + 6)
-"""... and these the wrench's rate of change."""
-LAG_GRAM_SIZE = GRAM_SIZE + 6
 
 
 @dataclass(frozen=True)
@@ -124,7 +118,7 @@ class SetupCheck:
         self._weights = np.repeat([force_noise_std**-2, torque_noise_std**-2], 3)
         force_only = np.concatenate((self._weights[:3], np.zeros(3)))
         self._force_equations = BatchNormalEquations(self.sign, force_only)
-        self._lag_equations = BatchNormalEquations(self.sign, self._weights)
+        self._lag_fit = LagFit(self.sign, self._weights)
         self._torque_equations = BatchNormalEquations(self.sign, self._weights - force_only)
 
     def set_noise(self, force_noise_std: float, torque_noise_std: float) -> None:
@@ -143,7 +137,9 @@ class SetupCheck:
         self._lag_cache: tuple[NDArray[np.float64], NDArray[np.float64], float] | None = None
         self._open_lag_block()
         self.lag_outliers = 0
-        self._last: tuple[float, NDArray[np.float64]] | None = None
+        # The last sample given to add_residual: stamp, wrench, residual, features.
+        self._last: tuple[float, NDArray[np.float64], NDArray[np.float64],
+                          NDArray[np.float64]] | None = None
         # Sums over samples of f, a, f f^T, f a^T, a a^T (force, and the linear acceleration
         # the mass sees, sensor frame): the fixed rotation between them (Wahba's problem).
         self._count = 0
@@ -193,36 +189,29 @@ class SetupCheck:
         regressor_features` (N, 12), for the time offset: ``w(t) = w_true(t - tau)`` leaves
         ``r = A delta - tau dw/dt``, ``delta`` the estimate's error (parameters and offset).
 
-        Each block keeps the Gram matrix of ``[features, 1, r, dw/dt]`` over the samples a
-        lag could explain, so that ``delta`` and ``tau`` are fitted together over the window
-        (:meth:`_fit_lag`): a wrong estimate (early, or just after a reset) whose residual
-        happens to follow the wrench's rate is not taken for a lag."""
+        Each block keeps the lag Gram matrix (:mod:`inertial_id.core.lag_fit`) of the samples
+        a lag could explain, so that ``delta`` and ``tau`` are fitted together over the
+        window (:meth:`_fit_lag`): a wrong estimate (early, or just after a reset) whose
+        residual happens to follow the wrench's rate is not taken for a lag."""
         if times.size == 0:
             return
-        t, w, z = times, wrench, features
+        t, w, r, z = times, wrench, residual, features
         if self._last is not None and 0.0 < t[0] - self._last[0] < 0.05:
             t = np.concatenate(([self._last[0]], t))
-            w = np.vstack((self._last[1], w))
-            residual = np.vstack((np.zeros(6), residual))
-            z = np.vstack((features[:1], features))
-        self._last = (float(times[-1]), wrench[-1].copy())
-        dt = np.diff(t)
-        if dt.size == 0 or np.any(dt <= 0.0):
+            w, r, z = (np.vstack((last, now)) for last, now in
+                       zip(self._last[1:], (wrench, residual, features), strict=True))
+        self._last = (float(times[-1]), wrench[-1].copy(), residual[-1].copy(),
+                      features[-1].copy())
+        if t.size < 2 or np.any(np.diff(t) <= 0.0):
             return
-        rate = np.diff(w, axis=0) / dt[:, None]
-        middle = 0.5 * (residual[1:] + residual[:-1])
-        middle[0] = residual[1] if np.all(residual[0] == 0.0) else middle[0]
+        columns = lag_columns(t, z, r, w)
+        middle, rate = columns[:, SIGNAL], columns[:, RATE]
         # A sample no plausible lag explains (a spike of any size, a contact) says nothing of
         # the lag: left out, whatever its size.
         bound = (MAX_PLAUSIBLE_TIME_OFFSET * np.abs(rate)
                  + TIME_OFFSET_OUTLIER_NOISE / np.sqrt(self._weights))
         lag_like = np.all(np.abs(middle) <= bound, axis=1)
         self.lag_outliers += int(lag_like.size - np.count_nonzero(lag_like))
-        columns = np.empty((lag_like.size, LAG_GRAM_SIZE))
-        columns[:, :GRAM_ONES] = z[1:]
-        columns[:, GRAM_ONES] = 1.0
-        columns[:, LAG_RESIDUAL] = middle
-        columns[:, LAG_RATE] = rate
         columns[~lag_like] = 0.0
         start = 0
         while start < lag_like.size:
@@ -243,17 +232,6 @@ class SetupCheck:
         self._lag_open_samples = 0
         self._lag_open_outliers = 0
 
-    def _rate_terms(self, grams: NDArray[np.float64]
-                    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-        """Of lag Gram matrices (B, 25, 25): ``A^T W dw/dt`` (B, 16), ``dw/dt^T W dw/dt`` and
-        ``dw/dt^T W r`` (B,) (``A``: the rows of the parameters and offset, weighted as the
-        estimator weights them)."""
-        rate_moment = np.einsum("bfr,fra->ba", grams[:, :GRAM_WRENCH.start, LAG_RATE],
-                                self._lag_equations.weighted_rows)
-        rate_energy = np.diagonal(grams[:, LAG_RATE, LAG_RATE], axis1=1, axis2=2) @ self._weights
-        cross = np.diagonal(grams[:, LAG_RESIDUAL, LAG_RATE], axis1=1, axis2=2) @ self._weights
-        return rate_moment, rate_energy, cross
-
     def _lag_estimates(self) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
         """The latest blocks' offsets (s), each from its residual less the window's fitted
         ``A delta``, their information (1/s^2, weighted) and the window's information of
@@ -264,27 +242,20 @@ class SetupCheck:
 
     def _fit_lag(self) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
         """:meth:`_lag_estimates` from the joint fit ``r = A delta - tau dw/dt`` over the
-        latest blocks; ``delta`` is the estimate's error (16: parameters and offset)."""
+        latest blocks (:class:`~inertial_id.core.lag_fit.LagFit`); ``delta`` is the
+        estimate's error (16: parameters and offset)."""
         none = np.zeros(0), np.zeros(0), 0.0
         if not self._lag_blocks:
             return none
         grams = np.array([gram for gram, _ in self._lag_blocks])
-        rate_moment, rate_energy, cross = self._rate_terms(grams)
-        window = grams.sum(axis=0)
-        information, residual_moment, _ = self._lag_equations(window[:GRAM_SIZE, :GRAM_SIZE])
-        total_moment, total_energy, total_cross = (x.sum(axis=0) for x in
-                                                   (rate_moment, rate_energy, cross))
-        # Directions of A the window does not excite are left out (pseudo-inverse).
-        inverse = np.linalg.pinv(information, rcond=1e-10, hermitian=True)
-        tau_information = float(total_energy - total_moment @ inverse @ total_moment)
-        if not (np.isfinite(tau_information) and tau_information > 0.0):
+        solution = self._lag_fit.solve(grams.sum(axis=0))
+        if solution is None:
             return none
-        slope = (total_cross - total_moment @ inverse @ residual_moment) / tau_information
-        delta = inverse @ (residual_moment - slope * total_moment)
+        rate_moment, rate_energy, cross = self._lag_fit.rate_terms(grams)
         used = rate_energy > 0.0
-        taus = -(cross[used] - rate_moment[used] @ delta) / rate_energy[used]
+        taus = -(cross[used] - rate_moment[used] @ solution.x) / rate_energy[used]
         finite = np.isfinite(taus)
-        return taus[finite], rate_energy[used][finite], tau_information
+        return taus[finite], rate_energy[used][finite], solution.slope_information
 
     def time_offset(self) -> tuple[float, float]:
         """The estimated offset (s; positive: the wrench stamps are late) and its SNR, from

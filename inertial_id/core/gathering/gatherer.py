@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError, SampleError
+from inertial_id.core.gathering.delay_tracker import DelayTracker
 from inertial_id.core.gathering.filter_choice import (
     MIN_SAMPLES,
     NO_MOTION_WINDOW_TIME,
@@ -152,6 +153,9 @@ class Gathering:
         """s subtracted from every wrench stamp (settings, plus the estimate once made)."""
         self.stamp_delay: StampDelay | None = None
         """The estimate of the remaining delay and its evidence, once made."""
+        self.delay_tracker: DelayTracker | None = None
+        """Once the filter is chosen (``estimate_wrench_delay`` with matched filtering): the
+        delay kept estimated on the released samples, applied whenever clear."""
         self.choice: FilterChoice | None = None
         """The filter in use, with its evidence; None while the first joint states are held
         to choose it (:meth:`decide`)."""
@@ -217,6 +221,11 @@ class Gathering:
         if self.choice is None and not self.decide():
             return SyncedSamples.empty(len(self.joint_names))
         batch = self.synchronizer.pop_ready()
+        if self.delay_tracker is not None and len(batch):
+            delay = self.delay_tracker.add(batch)
+            if delay is not None:  # measured on the stamps already moved by wrench_delay
+                self.wrench_delay += delay
+                self.synchronizer.shift_wrench_stamps(delay)
         if self.watch.due():
             assert self.choice is not None
             better = self.watch.propose(self.choice)
@@ -276,6 +285,8 @@ class Gathering:
         counters["wrench_filter_change"] += held
         self.synchronizer.set_filter(choice.window, choice.lag)
         self.choice = choice
+        if self.delay_tracker is not None:
+            self.delay_tracker.correlation_time = choice.window_time
         self.watch.switches += 1
         self.watch.stop()
 
@@ -302,6 +313,8 @@ class Gathering:
             if self.stamp_delay.clear:  # measured on stamps already moved by wrench_delay
                 self.wrench_delay += self.stamp_delay.delay
                 self.synchronizer.shift_wrench_stamps(self.stamp_delay.delay)
+        if s.estimate_wrench_delay and self.synchronizer.kinematics is not None:
+            self.delay_tracker = DelayTracker(self.choice.window_time)
         return True
 
     def _estimate_delays(self, joint_t: NDArray[np.float64], position: NDArray[np.float64],

@@ -124,6 +124,7 @@ class FixedLagSynchronizer:
                      self._wrench_w, self._joint_f, self._joint_s):
             rows.clear()
         self._next_wrench = 0
+        self._released_until = -np.inf  # the last sample's stamp (s)
 
     def set_filter(self, window: int, lag: int) -> None:
         """A new filter (``window`` joint samples, odd, evaluated ``lag`` before the newest)
@@ -155,10 +156,10 @@ class FixedLagSynchronizer:
                 self._wrench_t.view().copy(), self._wrench_w.view().copy())
 
     def shift_wrench_stamps(self, delay: float) -> None:
-        """Move the buffered wrenches ``delay`` seconds earlier (their stamps were late by it);
-        before the first :meth:`pop_ready`, like :meth:`set_filter`."""
-        if self._joint_f.size:
-            raise InertialIdError("wrench stamps cannot move under samples already filtered")
+        """Move the buffered wrenches ``delay`` seconds earlier (their stamps were late by
+        it), at any time: a wrench whose moved stamp is not after the last sample released
+        is dropped when its turn comes (``wrench_delay_shift``), so that the samples' times
+        keep increasing."""
         self._wrench_t.view()[:] -= delay
 
     @property
@@ -310,6 +311,12 @@ class FixedLagSynchronizer:
         self.counters["wrench_gap"] += int(np.count_nonzero(wrench_gap & ~joint_gap))
         usable = ~(joint_gap | wrench_gap)
         index, ks = index[usable], ks[usable]
+        behind = wrench_t[index] <= self._released_until  # after a shift of the stamps
+        if behind.any():
+            self.counters["wrench_delay_shift"] += int(np.count_nonzero(behind))
+            index, ks = index[~behind], ks[~behind]
+        if index.size:
+            self._released_until = float(wrench_t[index[-1]])
         if self.kinematics is not None:
             self._update_features(joint_t)
         batch = self._filter(joint_t, wrench_t, index, ks, js, ws)
