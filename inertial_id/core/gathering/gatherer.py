@@ -33,7 +33,7 @@ from inertial_id.core.gathering.ledger import (
     OtherFrameError,
     drop_key,
 )
-from inertial_id.core.gathering.stamp_offset import MAX_DELAY, MIN_DELAY, StampDelay, estimate_delay
+from inertial_id.core.gathering.stamp_offset import StampDelay, held_delay
 from inertial_id.core.gathering.synchronizer import FixedLagSynchronizer
 from inertial_id.core.gathering.synchronizer.kernel import compiled_kernel
 from inertial_id.core.kinematics import (
@@ -44,9 +44,6 @@ from inertial_id.core.kinematics import (
 )
 from inertial_id.core.samples import JointStateSample, MessageBlock, SyncedSamples, WrenchSample
 
-DELAY_ROUNDS = 3
-"""Fits of the wrench stamps' delay at the most, each on the stamps the previous ones
-corrected (:meth:`Gathering._estimate_delays`)."""
 PROVISIONAL_TIME = 0.1
 """s of joint states (and at least :data:`~inertial_id.core.gathering.filter_choice.MIN_SAMPLES`
 of them) after which a provisional filter releases samples while the data-chosen one waits
@@ -309,53 +306,14 @@ class Gathering:
         if self.choice.source not in ("data", "setting"):  # the no-motion default
             self.watch.start(float(history[0][-1]))
         if s.estimate_wrench_delay and held and self.synchronizer.kinematics is not None:
-            self.stamp_delay = self._estimate_delays(*history)
+            self.stamp_delay = held_delay(history, self.choice, s,
+                                          self.synchronizer.kinematics)
             if self.stamp_delay.clear:  # measured on stamps already moved by wrench_delay
                 self.wrench_delay += self.stamp_delay.delay
                 self.synchronizer.shift_wrench_stamps(self.stamp_delay.delay)
         if s.estimate_wrench_delay and self.synchronizer.kinematics is not None:
             self.delay_tracker = DelayTracker(self.choice.window_time)
         return True
-
-    def _estimate_delays(self, joint_t: NDArray[np.float64], position: NDArray[np.float64],
-                         velocity: NDArray[np.float64] | None, wrench_t: NDArray[np.float64],
-                         wrench: NDArray[np.float64]) -> StampDelay:
-        """The wrench stamps' delay: when one fit gives clear evidence of one, it is refitted
-        on the stamps it corrected (at most :data:`DELAY_ROUNDS` fits in all) and each
-        remainder of at least :data:`~inertial_id.core.gathering.stamp_offset.MIN_DELAY` is added,
-        whatever its own significance (the first fit decided that there is a delay; the
-        others refine its size). The noise of the wrench's derivative, the delay's
-        regressor, attenuates a fit: 5 ms read as 4.1-4.3 ms at 125 Hz joint states under
-        fast motion. The std and samples are the first fit's."""
-        first = self._estimate_delay(joint_t, position, velocity, wrench_t, wrench)
-        if not first.clear:
-            return first
-        total = first.delay
-        for _ in range(DELAY_ROUNDS - 1):
-            step = self._estimate_delay(joint_t, position, velocity, wrench_t - total, wrench)
-            if not (np.isfinite(step.std) and MIN_DELAY <= abs(step.delay) <= MAX_DELAY):
-                break
-            total += step.delay
-        return StampDelay(total, first.std, first.samples, True)
-
-    def _estimate_delay(self, joint_t: NDArray[np.float64], position: NDArray[np.float64],
-                        velocity: NDArray[np.float64] | None, wrench_t: NDArray[np.float64],
-                        wrench: NDArray[np.float64]) -> StampDelay:
-        """The wrench stamps' delay from what is held (:meth:`FixedLagSynchronizer.history`),
-        filtered as it will be."""
-        s, choice = self.settings, self.choice
-        assert choice is not None
-        trial = FixedLagSynchronizer(len(self.joint_names), choice.window, s.polyorder,
-                                     s.use_measured_velocity, s.max_span, lag=choice.lag,
-                                     kinematics=self.synchronizer.kinematics)
-        arrival = np.sort(np.concatenate((joint_t, wrench_t)))
-        if not trial.extend(joint_t, position, velocity, wrench_t, wrench, arrival):
-            return StampDelay(0.0, np.inf, 0, False)
-        batch = trial.pop_ready()
-        if batch.twist is None or batch.proper_acceleration is None:
-            return StampDelay(0.0, np.inf, 0, False)
-        return estimate_delay(batch.times, batch.twist, batch.proper_acceleration,
-                              batch.wrench, choice.window_time)
 
     @property
     def wrench_frame(self) -> str:

@@ -16,11 +16,18 @@ correlated ones: its weights' squared sum is about 2 / W).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
+from inertial_id.core.gathering.synchronizer import FixedLagSynchronizer
 from inertial_id.core.regressor import regressor
+from inertial_id.core.samples import SensorFunction
+
+if TYPE_CHECKING:
+    from inertial_id.core.gathering.filter_choice import FilterChoice
+    from inertial_id.core.gathering.gatherer import GathererSettings
 
 MIN_DELAY = 2e-4
 """s: a smaller delay is not worth correcting (it costs well under the noise)."""
@@ -35,6 +42,9 @@ OUTLIER_SCALES = 5.0
 """Samples whose weighted residual exceeds this many scales on any axis are left out."""
 MIN_SAMPLES = 200
 """Samples the estimate needs at the least."""
+DELAY_ROUNDS = 3
+"""Fits of the delay from the held messages at the most, each on the stamps the previous
+ones corrected (:func:`held_delay`)."""
 
 
 @dataclass(frozen=True)
@@ -115,3 +125,41 @@ def estimate_delay(times: NDArray[np.float64], twist: NDArray[np.float64],
     clear = (MIN_DELAY <= abs(delay) <= MAX_DELAY and std > 0.0
              and abs(delay) >= MIN_SNR * std)
     return StampDelay(delay, std, used, bool(clear))
+
+
+def held_delay(history: tuple[NDArray[np.float64], ...], choice: FilterChoice,
+               settings: GathererSettings, kinematics: SensorFunction | None) -> StampDelay:
+    """The wrench stamps' delay from the messages held to choose the filter
+    (:meth:`~inertial_id.core.gathering.synchronizer.FixedLagSynchronizer.history`: joint
+    stamps, positions, velocities or None, wrench stamps, wrenches), filtered as they will
+    be. When one fit gives clear evidence of a delay, it is refitted on the stamps it
+    corrected (at most :data:`DELAY_ROUNDS` fits in all) and each remainder of at least
+    :data:`MIN_DELAY` is added, whatever its own significance (the first fit decided that
+    there is a delay; the others refine its size). The noise of the wrench's derivative, the
+    delay's regressor, attenuates a fit: 5 ms read as 4.1-4.3 ms at 125 Hz joint states under
+    fast motion. The std and samples are the first fit's."""
+    joint_t, position, velocity, wrench_t, wrench = history
+
+    def fit(stamps: NDArray[np.float64]) -> StampDelay:
+        trial = FixedLagSynchronizer(position.shape[1], choice.window, settings.polyorder,
+                                     settings.use_measured_velocity, settings.max_span,
+                                     lag=choice.lag, kinematics=kinematics)
+        arrival = np.sort(np.concatenate((joint_t, stamps)))
+        if not trial.extend(joint_t, position, velocity, stamps, wrench, arrival):
+            return StampDelay(0.0, np.inf, 0, False)
+        batch = trial.pop_ready()
+        if batch.twist is None or batch.proper_acceleration is None:
+            return StampDelay(0.0, np.inf, 0, False)
+        return estimate_delay(batch.times, batch.twist, batch.proper_acceleration,
+                              batch.wrench, choice.window_time)
+
+    first = fit(wrench_t)
+    if not first.clear:
+        return first
+    total = first.delay
+    for _ in range(DELAY_ROUNDS - 1):
+        step = fit(wrench_t - total)
+        if not (np.isfinite(step.std) and MIN_DELAY <= abs(step.delay) <= MAX_DELAY):
+            break
+        total += step.delay
+    return StampDelay(total, first.std, first.samples, True)
