@@ -71,7 +71,8 @@ GATHERER_PARAMS = URDF_PARAMS + MODEL_PARAMS + (
           "filter (filter_window 0)", low=0, open_low=True, unit="s"),
     Param("estimate_wrench_delay", _G.estimate_wrench_delay, "matched_filter: estimate from "
           "the held data how late the wrench stamps are behind the joint states' and, with "
-          "clear evidence, correct every wrench stamp by it"),
+          "clear evidence, correct every wrench stamp by it; then keep estimating it on the "
+          "released samples and correct again whenever the evidence is clear"),
     Param("wrench_delay", _G.wrench_delay, "s subtracted from every wrench stamp (the wrench "
           "stamps' known delay; the estimate adds to it)", low=-0.5, high=0.5, unit="s"),
     Param("polyorder", _G.polyorder, "Savitzky-Golay polynomial order (>= 2)", low=2, unit="1"),
