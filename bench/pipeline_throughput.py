@@ -380,9 +380,11 @@ def run_pipeline(mode: str, setting: Setting, duration: float, env: dict[str, st
                  executor: str, stage_latency: bool) -> Run:
     """One run: start, measure ``duration`` s, stop the simulator, drain, read the counters.
 
-    ``executor``: ``single`` runs the node executables as shipped (``rclpy.spin``, a
-    SingleThreadedExecutor); ``events`` runs the same node classes under rclpy's
-    EventsExecutor (through this script), to compare.
+    ``executor``: ``single`` runs the node executables as shipped in separate processes
+    (they spin rclpy's EventsExecutor where the distribution has it:
+    :func:`inertial_id.nodes.compat.make_executor`) and a SingleThreadedExecutor in the
+    composed process; ``events`` runs the same node classes under rclpy's EventsExecutor
+    through this script, in both modes.
     """
     from inertial_id.core.simulation import bundled_urdf_path
 
@@ -761,8 +763,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tick", type=float, default=0.005,
                         help="simulator publishing period, s (default 0.005, its default)")
     parser.add_argument("--executor", default="single",
-                        help="comma separated: single (the executables as shipped, rclpy.spin) "
-                        "and/or events (the same nodes under rclpy's EventsExecutor)")
+                        help="comma separated: single (separate processes: the executables as "
+                        "shipped, which spin rclpy's EventsExecutor where the distribution has "
+                        "it; composed: a SingleThreadedExecutor) and/or events (the same nodes "
+                        "under rclpy's EventsExecutor through this script, in both modes)")
     parser.add_argument("--no-stage-latency", action="store_true",
                         help="do not subscribe to the batches between the nodes")
     parser.add_argument("--no-core", action="store_true",
