@@ -306,8 +306,7 @@ class Gathering:
         if self.choice.source not in ("data", "setting"):  # the no-motion default
             self.watch.start(float(history[0][-1]))
         if s.estimate_wrench_delay and held and self.synchronizer.kinematics is not None:
-            self.stamp_delay = held_delay(history, self.choice, s,
-                                          self.synchronizer.kinematics)
+            self.stamp_delay = held_delay(history, self.choice, self.synchronizer)
             if self.stamp_delay.clear:  # measured on stamps already moved by wrench_delay
                 self.wrench_delay += self.stamp_delay.delay
                 self.synchronizer.shift_wrench_stamps(self.stamp_delay.delay)

@@ -23,11 +23,9 @@ from numpy.typing import NDArray
 
 from inertial_id.core.gathering.synchronizer import FixedLagSynchronizer
 from inertial_id.core.regressor import regressor
-from inertial_id.core.samples import SensorFunction
 
 if TYPE_CHECKING:
     from inertial_id.core.gathering.filter_choice import FilterChoice
-    from inertial_id.core.gathering.gatherer import GathererSettings
 
 MIN_DELAY = 2e-4
 """s: a smaller delay is not worth correcting (it costs well under the noise)."""
@@ -128,22 +126,24 @@ def estimate_delay(times: NDArray[np.float64], twist: NDArray[np.float64],
 
 
 def held_delay(history: tuple[NDArray[np.float64], ...], choice: FilterChoice,
-               settings: GathererSettings, kinematics: SensorFunction | None) -> StampDelay:
+               synchronizer: FixedLagSynchronizer) -> StampDelay:
     """The wrench stamps' delay from the messages held to choose the filter
     (:meth:`~inertial_id.core.gathering.synchronizer.FixedLagSynchronizer.history`: joint
     stamps, positions, velocities or None, wrench stamps, wrenches), filtered as they will
-    be. When one fit gives clear evidence of a delay, it is refitted on the stamps it
-    corrected (at most :data:`DELAY_ROUNDS` fits in all) and each remainder of at least
-    :data:`MIN_DELAY` is added, whatever its own significance (the first fit decided that
-    there is a delay; the others refine its size). The noise of the wrench's derivative, the
-    delay's regressor, attenuates a fit: 5 ms read as 4.1-4.3 ms at 125 Hz joint states under
-    fast motion. The std and samples are the first fit's."""
+    be: by ``choice`` with ``synchronizer``'s settings and kinematics. When one fit gives
+    clear evidence of a delay, it is refitted on the stamps it corrected (at most
+    :data:`DELAY_ROUNDS` fits in all) and each remainder of at least :data:`MIN_DELAY` is
+    added, whatever its own significance (the first fit decided that there is a delay; the
+    others refine its size). The noise of the wrench's derivative, the delay's regressor,
+    attenuates a fit: 5 ms read as 4.1-4.3 ms at 125 Hz joint states under fast motion. The
+    std and samples are the first fit's."""
     joint_t, position, velocity, wrench_t, wrench = history
 
     def fit(stamps: NDArray[np.float64]) -> StampDelay:
-        trial = FixedLagSynchronizer(position.shape[1], choice.window, settings.polyorder,
-                                     settings.use_measured_velocity, settings.max_span,
-                                     lag=choice.lag, kinematics=kinematics)
+        trial = FixedLagSynchronizer(position.shape[1], choice.window, synchronizer.order,
+                                     synchronizer.use_measured_velocity,
+                                     synchronizer.max_span, lag=choice.lag,
+                                     kinematics=synchronizer.kinematics)
         arrival = np.sort(np.concatenate((joint_t, stamps)))
         if not trial.extend(joint_t, position, velocity, stamps, wrench, arrival):
             return StampDelay(0.0, np.inf, 0, False)
