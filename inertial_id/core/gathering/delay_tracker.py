@@ -6,8 +6,8 @@ a few ms of transport lag with jitter) gives too few samples there for clear evi
 :class:`DelayTracker` goes on with every released batch of matched-filtered samples: the same
 model, ``w = A x - tau dw/dt`` with ``x = [pi; offset]`` free, fitted from lag Gram matrices
 (:mod:`inertial_id.core.lag_fit`) kept per block of :data:`BLOCK_TIME`, so the evidence grows
-with the data at the cost of one 25x25 Gram update per batch and a few 16x16 solves every
-:data:`ESTIMATE_EVERY` blocks.
+with the data at the cost of one 25x25 Gram update per :data:`BLOCK_TIME` of batches (taken
+together) and a few 16x16 solves every :data:`ESTIMATE_EVERY` blocks.
 
 - **Weights.** Each axis is weighted by the inverse of its residual variance under the fit
   (one refit after a first fit weighted by the wrench's own variance).
@@ -101,15 +101,33 @@ class DelayTracker:
         self._blocks.clear()
         self._open = np.zeros((LAG_GRAM_SIZE, LAG_GRAM_SIZE))
         self._open_start: float | None = None
+        self._pending: list[SyncedSamples] = []
+        self._last = None  # no rate across the move
 
     def add(self, batch: SyncedSamples) -> float | None:
         """A released batch (matched filtering: twist and proper acceleration present); the
-        delay to move the stamps by (s, positive: late) once clear, else None."""
+        delay to move the stamps by (s, positive: late) once clear, else None. Batches are
+        held until they span :data:`BLOCK_TIME` and then taken together: a live gatherer
+        releases a few samples at a time, and the cost is per call."""
         if batch.twist is None or batch.proper_acceleration is None or not len(batch.times):
             return None
-        times, wrench = batch.times, batch.wrench
-        features = regressor_features(batch.twist, batch.proper_acceleration,
-                                      batch.angular_products)
+        self._pending.append(batch)
+        if batch.times[-1] - self._pending[0].times[0] < BLOCK_TIME:
+            return None
+        pending, self._pending = self._pending, []
+        times = np.concatenate([b.times for b in pending])
+        wrench = np.concatenate([b.wrench for b in pending])
+        products = [b.angular_products for b in pending]
+        features = regressor_features(
+            np.concatenate([b.twist for b in pending]),
+            np.concatenate([b.proper_acceleration for b in pending]),
+            None if any(p is None for p in products) else np.concatenate(products))
+        return self._take(times, features, wrench)
+
+    def _take(self, times: NDArray[np.float64], features: NDArray[np.float64],
+              wrench: NDArray[np.float64]) -> float | None:
+        """Samples (stamps, regressor features, wrenches) into the evidence; a delay if it
+        became clear."""
         last = self._last
         self._last = (float(times[-1]), features[-1].copy(), wrench[-1].copy())
         if last is not None and 0.0 < times[0] - last[0] < MAX_GAP:
@@ -141,9 +159,11 @@ class DelayTracker:
             self._open += rows.T @ rows
             if end >= times.size:
                 break
-            correction = self._close() or correction
+            correction = self._close()
+            if correction is not None:  # the rest was measured on the stamps before
+                return correction
             start = max(end, start)
-        return correction
+        return None
 
     def _close(self) -> float | None:
         """Close the open block and estimate; the delay if clear (the evidence restarts)."""
