@@ -14,7 +14,8 @@ Inputs besides the gatherer's own joint states and wrenches:
 
 Published (``geometry_msgs/WrenchStamped``, the wrench's own stamp and frame, N and N m;
 reliable, so that reliable and best-effort subscribers both match) only while someone
-subscribes: without a subscriber the kinematics are not computed at all. Its
+subscribes: without a subscriber the kinematics are not computed, and the solver's estimates
+are not even subscribed to (each reader of them costs the solver a delivery). Its
 latency, from the wrench's callback to the publication, is on ``/diagnostics``.
 """
 
@@ -28,6 +29,8 @@ from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from rclpy.parameter import parameter_value_to_python
 from rclpy.parameter_client import AsyncParameterClient
+from rclpy.serialization import deserialize_message
+from rclpy.subscription import Subscription
 
 from inertial_id.core.compensated_wrench import WrenchCompensation
 from inertial_id.core.errors import InertialIdError
@@ -44,6 +47,9 @@ LATENCY_WINDOW = 2000
 """Latest publications whose latency the diagnostics summarise."""
 SIGN_RETRY = 1.0
 """s between asks for the solver's ``wrench_sign`` until it answers."""
+SUBSCRIBERS_EVERY = 0.2
+"""s between asks whether anyone subscribes (a new subscriber waits for it at most, and for
+the solver's next estimate)."""
 
 
 class CompensatedWrenchOutput:
@@ -60,7 +66,9 @@ class CompensatedWrenchOutput:
         self.compensation: WrenchCompensation | None = None
         self.kinematics: SensorKinematics | None = None
         self.sign: float | None = None
-        self.estimate: InertialParameters | None = None
+        self.estimate: bytes | None = None  # the latest, serialised, not yet taken
+        self.subscribed = False  # someone subscribes to ~/compensated_wrench
+        self.estimates: Subscription | None = None  # to solver/parameters, while subscribed
         self.driver: DriverCompensation | None = None
         self.driver_pi: np.ndarray | None = None  # the driver's compensation last taken
         self.listener: CompensationListener | None = None
@@ -69,9 +77,22 @@ class CompensatedWrenchOutput:
         self.refused = ""  # why the last estimate was not used
         self.latency = RecentValues(LATENCY_WINDOW)
         self._latencies: list[float] = []  # since the last diagnostics
-        node.create_subscription(InertialParameters, "solver/parameters", self.on_estimate, 10)
         self.sign_client = AsyncParameterClient(node, "solver")
         self.sign_timer = node.create_timer(SIGN_RETRY, self.ask_sign)
+        node.create_timer(SUBSCRIBERS_EVERY, self.follow_subscribers)
+
+    def follow_subscribers(self) -> None:
+        """Whether anyone subscribes; the solver's estimates are subscribed to only then
+        (the solver publishes them up to ``publish_rate`` a second: each reader costs it a
+        delivery), and kept serialised: one is decoded only when a wrench is compensated
+        with it."""
+        self.subscribed = self.publisher.get_subscription_count() > 0
+        if self.subscribed and self.estimates is None:
+            self.estimates = self.node.create_subscription(
+                InertialParameters, "solver/parameters", self.on_estimate, 10, raw=True)
+        elif not self.subscribed and self.estimates is not None:
+            self.node.destroy_subscription(self.estimates)
+            self.estimates = None
 
     def configure(self, kinematics: SensorKinematics) -> None:
         """The sensor's kinematics (the gatherer's joints, in its order)."""
@@ -105,17 +126,18 @@ class CompensatedWrenchOutput:
         model = self.kinematics.model
         self.listener = CompensationListener(self.node, self.driver, lambda: (0.0, 0.0),
                                              lambda: model)
-        if self.estimate is not None:
-            self.on_estimate(self.estimate)
 
-    def on_estimate(self, msg: InertialParameters) -> None:
-        """The solver's latest estimate (brought into the sensor frame when the solver
-        publishes in another ``output_frame``); one that cannot be used is named and the
-        last kept."""
-        self.estimate = msg
-        if self.compensation is None:
-            return
-        assert self.kinematics is not None
+    def on_estimate(self, raw: bytes) -> None:
+        """The solver's latest estimate, kept serialised until a wrench needs it."""
+        self.estimate = raw
+
+    def _take_estimate(self) -> None:
+        """The latest estimate into the compensation (brought into the sensor frame when the
+        solver publishes in another ``output_frame``); one that cannot be used is named and
+        the last kept."""
+        raw, self.estimate = self.estimate, None
+        assert raw is not None and self.compensation is not None and self.kinematics is not None
+        msg = deserialize_message(raw, InertialParameters)
         pi, offset = np.asarray(msg.pi, float), np.asarray(msg.wrench_offset, float)
         frame, sensor = msg.header.frame_id, self.kinematics.sensor_frame
         try:
@@ -132,13 +154,15 @@ class CompensatedWrenchOutput:
 
     @property
     def wanted(self) -> bool:
-        """Someone subscribes and the compensation can run."""
-        return self.compensation is not None and self.publisher.get_subscription_count() > 0
+        """Someone subscribes (:meth:`follow_subscribers`) and the compensation can run."""
+        return self.subscribed and self.compensation is not None
 
     def joint_state(self, t: float, position: np.ndarray) -> None:
         """An accepted joint state (s; model order)."""
         if self.wanted:
             assert self.compensation is not None
+            if self.estimate is not None:
+                self._take_estimate()
             self.compensation.add_joint_state(t, position)
 
     def wrench(self, arrival: float, stamp: float, t: float, frame: str,
@@ -159,6 +183,8 @@ class CompensatedWrenchOutput:
         if self.driver.changing:
             self.skipped += 1
             return
+        if self.estimate is not None:
+            self._take_estimate()
         if self.driver.current is not self.driver_pi:
             self.driver_pi = self.driver.current
             self.compensation.set_driver_payload(self.driver_pi)

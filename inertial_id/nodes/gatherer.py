@@ -233,7 +233,7 @@ class Gatherer(PipelineNode):
         except InertialIdError as exc:
             self._log_drop(kind, exc)
             accepted = False
-        if accepted and not isinstance(msg, WrenchSample):
+        if accepted and self.compensated.wanted and not isinstance(msg, WrenchSample):
             latest = gathering.synchronizer.latest_joint_state()
             if latest is not None:
                 self.compensated.joint_state(*latest)

@@ -87,6 +87,8 @@ TIME_OFFSET_BLOCKS = 20
 """... of which the latest this many make the estimate (5000 samples: 5 s at 1 kHz) ..."""
 TIME_OFFSET_MIN_BLOCKS = 4
 """... and at least this many are needed."""
+RESIDUAL_BATCH = 50
+"""Samples :meth:`SetupCheck.add_residual` holds before it takes them (a fifth of a block)."""
 TIME_OFFSET_OUTLIER_NOISE = 10.0
 """Noise std (per component) beyond what :data:`MAX_PLAUSIBLE_TIME_OFFSET` explains that make
 a residual sample an outlier of the time-offset statistics."""
@@ -135,6 +137,8 @@ class SetupCheck:
         self._lag_blocks: deque[tuple[NDArray[np.float64], int]] = deque(
             maxlen=TIME_OFFSET_BLOCKS)
         self._lag_cache: tuple[NDArray[np.float64], NDArray[np.float64], float] | None = None
+        self._pending: list[tuple[NDArray[np.float64], ...]] = []  # add_residual's, held
+        self._pending_samples = 0
         self._open_lag_block()
         self.lag_outliers = 0
         # The last sample given to add_residual: stamp, wrench, residual, features.
@@ -192,9 +196,21 @@ class SetupCheck:
         Each block keeps the lag Gram matrix (:mod:`inertial_id.core.lag_fit`) of the samples
         a lag could explain, so that ``delta`` and ``tau`` are fitted together over the
         window (:meth:`_fit_lag`): a wrong estimate (early, or just after a reset) whose
-        residual happens to follow the wrench's rate is not taken for a lag."""
+        residual happens to follow the wrench's rate is not taken for a lag. Batches are held
+        until :data:`RESIDUAL_BATCH` samples came and then taken together (the cost is per
+        call, and a live solver gets a few samples at a time)."""
         if times.size == 0:
             return
+        self._pending.append((times, residual, wrench, features))
+        self._pending_samples += times.size
+        if self._pending_samples < RESIDUAL_BATCH:
+            return
+        pending, self._pending, self._pending_samples = self._pending, [], 0
+        self._take_residual(*(np.concatenate(parts) for parts in zip(*pending, strict=True)))
+
+    def _take_residual(self, times: NDArray[np.float64], residual: NDArray[np.float64],
+                       wrench: NDArray[np.float64], features: NDArray[np.float64]) -> None:
+        """:meth:`add_residual` of the samples held."""
         t, w, r, z = times, wrench, residual, features
         if self._last is not None and 0.0 < t[0] - self._last[0] < 0.05:
             t = np.concatenate(([self._last[0]], t))
