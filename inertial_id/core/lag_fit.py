@@ -92,13 +92,27 @@ class LagFit:
         samples = int(round(gram[GRAM_ONES, GRAM_ONES]))
         return LagSolution(x, slope, slope_information, max(residual, 0.0), samples)
 
+    def residual_forms(self, solution: LagSolution) -> NDArray[np.float64]:
+        """The residual of each axis as a linear form of a sample's lag columns (6, 25):
+        ``r_k = y_k - (A x)_k - slope dw_k/dt = c_k . [features, 1, y, dw/dt]``, so that a
+        block's residual energy on axis ``k`` is ``c_k^T G c_k`` of its Gram matrix ``G``."""
+        forms = np.zeros((6, LAG_GRAM_SIZE))
+        forms[:, :GRAM_ONES + 1] = -np.einsum("fka,a->kf", self.equations.rows, solution.x)
+        forms[:, SIGNAL] = np.eye(6)
+        forms[:, RATE] = -solution.slope * np.eye(6)
+        return forms
+
     def residuals(self, grams: NDArray[np.float64], solution: LagSolution
                   ) -> NDArray[np.float64]:
         """Weighted residual energy under ``solution`` of the samples of each of B lag Gram
-        matrices (B, 25, 25): (B,)."""
-        information, moment, energy = self.equations.stacked(grams[:, :GRAM_SIZE, :GRAM_SIZE])
-        rate_moment, rate_energy, cross = self.rate_terms(grams)
-        x, s = solution.x, solution.slope
-        return (energy - 2.0 * (moment @ x + s * cross)
-                + np.einsum("a,bac,c->b", x, information, x)
-                + 2.0 * s * (rate_moment @ x) + s * s * rate_energy)
+        matrices (B, 25, 25): (B,), from :meth:`residual_forms` (no per-block normal
+        equations)."""
+        forms = self.residual_forms(solution)
+        quadratic = np.einsum("k,ki,kj->ij", self.weights, forms, forms)
+        return np.einsum("bij,ij->b", grams, quadratic)
+
+    def axis_residuals(self, gram: NDArray[np.float64], solution: LagSolution
+                       ) -> NDArray[np.float64]:
+        """Unweighted residual energy of each axis (6,) under ``solution`` in ``gram``."""
+        forms = self.residual_forms(solution)
+        return np.einsum("ki,ij,kj->k", forms, gram, forms)

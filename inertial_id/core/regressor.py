@@ -264,20 +264,6 @@ class BatchNormalEquations:
         energy = float(np.diagonal(gram)[GRAM_WRENCH] @ self.row_weights)
         return information, moment, energy
 
-    def stacked(self, grams: NDArray[np.float64]) -> tuple[NDArray[np.float64],
-                                                           NDArray[np.float64],
-                                                           NDArray[np.float64]]:
-        """:meth:`__call__` of B Gram matrices (B, 19, 19) at once: (B, 16, 16), (B, 16),
-        (B,)."""
-        b = grams.shape[0]
-        information = (grams[:, :13, :13].reshape(b, 169) @ self._information).reshape(
-            b, 16, 16)
-        information = 0.5 * (information + information.transpose(0, 2, 1))
-        moment = grams[:, :13, GRAM_WRENCH].reshape(b, 78) @ self._moment
-        energy = np.diagonal(grams[:, GRAM_WRENCH, GRAM_WRENCH], axis1=1, axis2=2) @ (
-            self.row_weights)
-        return information, moment, energy
-
 
 def normal_equations(
     twist: ArrayLike, proper_acceleration: ArrayLike, wrench: ArrayLike,

@@ -84,7 +84,6 @@ class DelayTracker:
         """Delays applied so far."""
         self.latest = StampDelay(0.0, np.inf, 0, False)
         """The latest estimate of the delay left on the current stamps."""
-        self._axes = [LagFit(1.0, np.eye(6)[k]) for k in range(6)]  # one axis each
         self._blocks: deque[NDArray[np.float64]] = deque(maxlen=MAX_BLOCKS)
         self._last: tuple[float, NDArray[np.float64], NDArray[np.float64]] | None = None
         self._spacing: deque[float] = deque(maxlen=MAX_BLOCKS)
@@ -194,8 +193,8 @@ class DelayTracker:
         if fit is None:
             return StampDelay(0.0, np.inf, int(n), False)
         solution, kept = fit
-        kept_total = grams[kept].sum(axis=0)[None]
-        axis_energy = np.array([axis.residuals(kept_total, solution)[0] for axis in self._axes])
+        axis_energy = LagFit(1.0, np.ones(6)).axis_residuals(grams[kept].sum(axis=0),
+                                                             solution)
         fit = self._solve(grams, 1.0 / np.maximum(axis_energy / solution.samples, 1e-12))
         if fit is None:
             return StampDelay(0.0, np.inf, int(n), False)
