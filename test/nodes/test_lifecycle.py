@@ -17,6 +17,7 @@ from lifecycle_msgs.srv import ChangeState, GetState
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from services import call_until_answered
 
 from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.msg import InertialParameters
@@ -44,18 +45,9 @@ class Manager(Node):
         self.get = {n: self.create_client(GetState, f"/{n}/get_state") for n in PIPELINE}
 
     def call(self, client: rclpy.client.Client, request: object) -> object:
-        """The service's answer. wait_for_service only sees the server; its reply is lost
-        while the server has not yet discovered this client's reply reader (seconds on a
-        loaded machine, in another process): ask again then."""
-        # A new process on a loaded machine: start-up plus discovery took over 20 s once.
-        assert client.wait_for_service(timeout_sec=60.0), client.srv_name
-        for _ in range(6):
-            future = client.call_async(request)
-            self.executor.spin_until_future_complete(future, timeout_sec=5.0)
-            if future.done():
-                return future.result()
-            client.remove_pending_request(future)
-        raise AssertionError(f"{client.srv_name}: no answer in 30 s")
+        """The service's answer (:func:`services.call_until_answered`: a new process on a
+        loaded machine once took over 20 s to start and be discovered)."""
+        return call_until_answered(self.executor, client, request, timeout=60.0)
 
     def transition(self, node: str, transition: int) -> bool:
         request = ChangeState.Request(transition=Transition(id=transition))

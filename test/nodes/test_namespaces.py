@@ -17,6 +17,7 @@ import yaml
 from rcl_interfaces.srv import GetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from services import call_until_answered
 
 from inertial_id.core.simulation import bundled_urdf_path
 from inertial_id.msg import InertialParameters
@@ -77,10 +78,9 @@ def test_two_pipelines_in_two_namespaces_estimate_their_own_payloads(
             assert abs(msg.com.z - com[2]) < 0.005, f"/{ns}: CoM z {msg.com.z} for {com[2]}"
         for ns in PAYLOADS:  # the /**/solver section reached the solver in each namespace
             client = node.create_client(GetParameters, f"/{ns}/solver/get_parameters")
-            assert client.wait_for_service(timeout_sec=10.0)
-            future = client.call_async(GetParameters.Request(names=["converged_com_std"]))
-            executor.spin_until_future_complete(future, timeout_sec=10.0)
-            assert future.result().values[0].double_value == MARKER
+            answer = call_until_answered(
+                executor, client, GetParameters.Request(names=["converged_com_std"]), 30.0)
+            assert answer.values[0].double_value == MARKER
     finally:
         outputs = stop_processes(processes)
         node.destroy_node()

@@ -20,6 +20,7 @@ from rcl_interfaces.srv import GetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import parameter_value_to_python
+from services import call_until_answered
 
 from inertial_id.nodes.runner import parameter_rules
 
@@ -48,12 +49,10 @@ def _parameters(name: str, names: list[str], timeout: float = 60.0) -> dict[str,
         client = node.create_client(GetParameters, f"/{name}/get_parameters")
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
-        assert client.wait_for_service(timeout_sec=timeout), f"no /{name}/get_parameters"
-        future = client.call_async(GetParameters.Request(names=names))
-        executor.spin_until_future_complete(future, timeout_sec=timeout)
-        assert future.done(), "no answer from the parameter service"
+        answer = call_until_answered(executor, client, GetParameters.Request(names=names),
+                                     timeout)
         return {n: parameter_value_to_python(v)
-                for n, v in zip(names, future.result().values, strict=True)}
+                for n, v in zip(names, answer.values, strict=True)}
     finally:
         node.destroy_node()
         rclpy.shutdown(context=context)
