@@ -107,7 +107,7 @@ def test_the_managed_pipeline_follows_the_lifecycle() -> None:
         # activate again: it goes on from what it had
         assert manager.transition("solver", Transition.TRANSITION_ACTIVATE)
         # (an estimate alone may be the 1 Hz repeat without data: wait for new samples too)
-        manager.spin(10.0, until=lambda: len(manager.estimates) > count
+        manager.spin(30.0, until=lambda: len(manager.estimates) > count
                      and solver.online.used > used)
         assert len(manager.estimates) > count and solver.online.used > used
 

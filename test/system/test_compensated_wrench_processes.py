@@ -19,7 +19,7 @@ from inertial_id.msg import InertialParameters
 from inertial_id.nodes.common import latched_qos, sensor_qos
 
 FORCE_NOISE, TORQUE_NOISE = 0.08, 0.004
-PUSH = (18.0, 1.5, 0.0, -15.0, 0.0)  # start s, duration s, force N (sensor frame)
+PUSH = (25.0, 1.5, 0.0, -15.0, 0.0)  # start s, duration s, force N (sensor frame)
 
 
 def test_the_compensated_wrench_is_the_noise_and_the_push(ros_env: dict[str, str]) -> None:
@@ -75,8 +75,10 @@ def test_the_compensated_wrench_is_the_noise_and_the_push(ros_env: dict[str, str
     values = np.array([w for _, w in wrenches])
     start = motion_start[0]
     quiet = (stamps > converged_at) & (stamps < start + PUSH[0] - 0.2)
-    if quiet.sum() < 1000:
-        pytest.fail(f"{quiet.sum()} compensated wrenches between convergence and the push")
+    if quiet.sum() < 500:
+        pytest.fail(f"{quiet.sum()} compensated wrenches between convergence + 2 s "
+                    f"({converged_at - start:.1f} s) and the push ({PUSH[0]} s); the first at "
+                    f"{stamps[0] - start:.1f} s, {len(stamps)} in all")
     ratio = np.sqrt(np.mean(values[quiet] ** 2, axis=0)) / np.repeat(
         [FORCE_NOISE, TORQUE_NOISE], 3)
     assert (ratio < 2.0).all(), ratio
