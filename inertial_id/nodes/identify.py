@@ -160,12 +160,11 @@ class Identify(Node):
         self.destroy_timer(timer)
 
     def _start(self) -> np.ndarray:
-        """Where the arm stands; refused without a fresh joint state."""
+        """Where the arm stands (its joint state is fresh: :meth:`_identify`)."""
         if self.kinematics is None:
             raise InertialIdError("no robot model yet (urdf_path or robot_description)")
-        if self.joints is None or (time.monotonic() - self.joints[0]
-                                   > self.values["joint_state_timeout"]):
-            raise InertialIdError("no recent joint state of every model joint")
+        if self.joints is None:
+            raise InertialIdError("no joint state of every model joint")
         return self.joints[1].copy()
 
     def _plan(self, goal: Any, result: Any) -> tuple[MotionPlan, list[str]]:
@@ -194,7 +193,26 @@ class Identify(Node):
         self.trajectory_pub.publish(result.motion)
         return plan, problems
 
+    def _fresh_joints(self) -> bool:
+        return self.joints is not None and (time.monotonic() - self.joints[0]
+                                            <= self.values["joint_state_timeout"])
+
+    async def _await_joints(self, goal: Any) -> None:
+        """Wait up to ``joint_state_wait`` s for a fresh joint state (a goal sent as the
+        nodes start may come before this node has found the joint states' publisher)."""
+        deadline = time.monotonic() + self.values["joint_state_wait"]
+        if not self._fresh_joints():
+            goal.publish_feedback(IdentifyAction.Feedback(state="waiting for joint states"))
+        while not self._fresh_joints() and time.monotonic() < deadline:
+            await self._pause(0.05)
+
     async def _identify(self, goal: Any, result: Any) -> None:
+        await self._await_joints(goal)
+        if self.kinematics is not None and not self._fresh_joints():
+            result.stopped_because = "no_joint_state"
+            result.message = ("no joint state of every model joint in the last "
+                              f"{self.values['joint_state_wait']:g} s")
+            return
         goal.publish_feedback(IdentifyAction.Feedback(state="planning"))
         plan, problems = self._plan(goal, result)
         if problems:

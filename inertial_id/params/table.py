@@ -368,6 +368,9 @@ IDENTIFY_PARAMS = scoped(URDF_PARAMS + MODEL_PARAMS + (
           unit="Hz", live=True),
     Param("joint_state_timeout", 0.5, "s: an older joint state is no start to plan from",
           low=0, open_low=True, unit="s", live=True),
+    Param("joint_state_wait", 5.0, "s a goal waits for a fresh joint state of every model "
+          "joint (one started with the nodes: their discovery) before it is refused", low=0,
+          unit="s", live=True),
     Param("server_timeout", 3.0, "s to wait for the controller's and the solver's servers",
           low=0, open_low=True, unit="s", live=True),
 ), offline=False)

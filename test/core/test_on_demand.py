@@ -89,6 +89,20 @@ def test_the_plan_starts_and_ends_at_rest_where_the_arm_stands_inside_its_bounds
     assert np.all(np.ptp(q, axis=0) > 0.05)
 
 
+@settings(max_examples=8, deadline=None)
+@given(st.floats(2.0, 10.0), st.integers(0, 1000), st.sampled_from([1, 2, 3, 4]))
+def test_every_plan_passes_its_own_checks(kinematics: SensorKinematics, duration: float,
+                                          seed: int, harmonics: int) -> None:
+    """Peaks found on the design's grid, then sent as points the controller interpolates:
+    the check between the points must still find none over its bounds (a 4 s plan of 3
+    harmonics was once refused for an acceleration 0.1 % over)."""
+    bounds = MotionBounds(max_excursion=(0.4,), duration=duration)
+    plan = plan_motion(kinematics, np.array(BUNDLED_HOME), bounds, ACCELERATION, harmonics,
+                       budget=20, seed=seed)
+    limits = Limits.of(kinematics, ACCELERATION, plan.bounds, plan.start)
+    assert check_path(kinematics, plan.path(25.0), limits, "tool0") == []
+
+
 def test_joints_not_allowed_to_move_stay(kinematics: SensorKinematics) -> None:
     bounds = MotionBounds(joints=("wrist_1_joint", "wrist_2_joint", "wrist_3_joint"),
                           duration=6.0)

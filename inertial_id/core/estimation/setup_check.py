@@ -15,10 +15,11 @@ names what the data show, one line each, with the fix in words:
 - ``model``: no rigid body explains the wrench (the unconstrained fit leaves a residual far
   above the configured noise and a good share of the wrench's variance) and no rotation of the
   sensor frame does either: a wrong gravity vector, a wrong URDF or sensor frame;
-- ``time_offset``: the residual of the current estimate follows the wrench's rate of change
-  beyond what an error of the estimate explains (both are fitted together): the wrench stamps
-  lag (or lead) the joint states' by at least the estimated offset (the rate's noise biases
-  the figure toward zero; the gatherer's matched filter measures the delay itself). Only a
+- ``time_offset``: the wrench is a rigid body's plus a multiple of its own rate of change
+  (both fitted together over the recent samples, whatever the current estimate is): the
+  wrench stamps lag (or lead) the joint states' by at least the estimated offset (the rate's
+  noise biases the figure toward zero; the gatherer's matched filter measures the delay
+  itself). Only a
   plausible lag is named: at most :data:`MAX_PLAUSIBLE_TIME_OFFSET`, from the recent samples alone
   (the last :data:`TIME_OFFSET_BLOCKS` blocks of :data:`TIME_OFFSET_BLOCK`: it clears itself
   once the data no longer show it), as the median of the blocks' estimates weighted by their
@@ -43,7 +44,7 @@ from numpy.typing import NDArray
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimate import N_PI, Estimate
 from inertial_id.core.estimation.estimators import least_squares
-from inertial_id.core.lag_fit import LAG_GRAM_SIZE, RATE, SIGNAL, LagFit, lag_columns
+from inertial_id.core.lag_fit import LAG_GRAM_SIZE, RATE, LagFit, lag_columns
 from inertial_id.core.regressor import (
     GRAM_ONES,
     GRAM_WRENCH,
@@ -188,15 +189,17 @@ class SetupCheck:
 
     def add_residual(self, times: NDArray[np.float64], residual: NDArray[np.float64],
                      wrench: NDArray[np.float64], features: NDArray[np.float64]) -> None:
-        """Residuals of the current estimate ((N,) s, (N, 6) sensor frame, N and N m), the
-        measured (filtered) wrench and the samples' :func:`~inertial_id.core.regressor.
-        regressor_features` (N, 12), for the time offset: ``w(t) = w_true(t - tau)`` leaves
-        ``r = A delta - tau dw/dt``, ``delta`` the estimate's error (parameters and offset).
+        """Stamps (N,) s, residuals of the current estimate (N, 6) sensor frame, N and N m,
+        the measured (filtered) wrench and the samples' :func:`~inertial_id.core.regressor.
+        regressor_features` (N, 12), for the time offset: ``w(t) = w_true(t - tau)`` reads
+        ``w = A x - tau dw/dt`` (``x`` the payload's parameters and offset).
 
-        Each block keeps the lag Gram matrix (:mod:`inertial_id.core.lag_fit`) of the samples
-        a lag could explain, so that ``delta`` and ``tau`` are fitted together over the
-        window (:meth:`_fit_lag`): a wrong estimate (early, or just after a reset) whose
-        residual happens to follow the wrench's rate is not taken for a lag. Batches are held
+        Each block keeps the lag Gram matrix (:mod:`inertial_id.core.lag_fit`) of the wrench
+        at the samples a lag could explain, so that ``x`` and ``tau`` are fitted together
+        over the window (:meth:`_fit_lag`). The residuals only decide which samples a lag
+        could explain: fitting them (``r = A delta - tau dw/dt``, one ``delta``) named a
+        false lag while the estimate changed within the window (the seconds after a reset,
+        while each solve moves it). Batches are held
         until :data:`RESIDUAL_BATCH` samples came and then taken together (the cost is per
         call, and a live solver gets a few samples at a time)."""
         if times.size == 0:
@@ -220,8 +223,8 @@ class SetupCheck:
                       features[-1].copy())
         if t.size < 2 or np.any(np.diff(t) <= 0.0):
             return
-        columns = lag_columns(t, z, r, w)
-        middle, rate = columns[:, SIGNAL], columns[:, RATE]
+        columns = lag_columns(t, z, w, w)
+        middle, rate = 0.5 * (r[1:] + r[:-1]), columns[:, RATE]
         # A sample no plausible lag explains (a spike of any size, a contact) says nothing of
         # the lag: left out, whatever its size.
         bound = (MAX_PLAUSIBLE_TIME_OFFSET * np.abs(rate)
@@ -249,17 +252,17 @@ class SetupCheck:
         self._lag_open_outliers = 0
 
     def _lag_estimates(self) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
-        """The latest blocks' offsets (s), each from its residual less the window's fitted
-        ``A delta``, their information (1/s^2, weighted) and the window's information of
-        ``tau`` with ``delta`` fitted too (computed once per closed block)."""
+        """The latest blocks' offsets (s), each from its wrench less the window's fitted
+        ``A x``, their information (1/s^2, weighted) and the window's information of
+        ``tau`` with ``x`` fitted too (computed once per closed block)."""
         if self._lag_cache is None:
             self._lag_cache = self._fit_lag()
         return self._lag_cache
 
     def _fit_lag(self) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
-        """:meth:`_lag_estimates` from the joint fit ``r = A delta - tau dw/dt`` over the
-        latest blocks (:class:`~inertial_id.core.lag_fit.LagFit`); ``delta`` is the
-        estimate's error (16: parameters and offset)."""
+        """:meth:`_lag_estimates` from the joint fit ``w = A x - tau dw/dt`` over the
+        latest blocks (:class:`~inertial_id.core.lag_fit.LagFit`); ``x`` (16: parameters and
+        offset) is the window's own."""
         none = np.zeros(0), np.zeros(0), 0.0
         if not self._lag_blocks:
             return none
@@ -277,8 +280,8 @@ class SetupCheck:
         """The estimated offset (s; positive: the wrench stamps are late) and its SNR, from
         the latest blocks (0, 0 while fewer than :data:`TIME_OFFSET_MIN_BLOCKS`): the
         information-weighted median of the blocks' offsets, and its size over its
-        white-noise standard error with all their information, the estimate's error fitted
-        with it."""
+        white-noise standard error with all their information, the window's rigid body
+        fitted with it."""
         taus, information, tau_information = self._lag_estimates()
         if taus.size < TIME_OFFSET_MIN_BLOCKS:
             return 0.0, 0.0

@@ -31,6 +31,10 @@ from inertial_id.core.simulation import FourierTrajectory
 
 ROOM = 0.98
 """Share of each joint's room that the plan uses (its grid is sampled, not continuous)."""
+PEAK_SHARE = 0.98
+"""Share of the velocity and acceleration bounds the plan's peaks use: they are found on the
+design's grid, and the path sent is interpolated between points, so the peaks the check finds
+between them can be higher (by 0.1 % on a 4 s motion of 3 harmonics)."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,8 @@ class AnchoredFourierSpace(FourierSpace):
                  upper: ArrayLike, period: float, harmonics: int, velocity_fraction: float,
                  acceleration: ArrayLike) -> None:
         super().__init__(limits, period, harmonics, margin=0.0,
-                         velocity_fraction=velocity_fraction, acceleration=acceleration)
+                         velocity_fraction=PEAK_SHARE * velocity_fraction,
+                         acceleration=PEAK_SHARE * np.asarray(acceleration, dtype=float))
         self.start = np.asarray(start, dtype=float)
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
 
