@@ -27,6 +27,11 @@ with
   residual of the link model with each phase's payload, over the whole bag; a contact belongs
   to the phase it starts in (``contact_intervals``: s since the bag's first joint state).
 
+With a payload model, the friction and payload of a phase are fitted again on the rows the
+first fit explains (:func:`~inertial_id.core.joint_torque.trimming.quiet_rows`, at most three
+fits): a push is left out of the fit and stays in the residual the contact test reads
+(``samples_used``: the rows of the last fit).
+
 Phases with fewer than 10 rows per joint are left out; the last phase ends with the bag
 (``end_s``). ``start_stamp``/``end_stamp``: the phase in stamps (s). A bag that fails is one
 row with its one-line error (:func:`inertial_id.tools.batch.torque_bag`, the Dask task, fills the
@@ -133,7 +138,6 @@ def phase_rows(bag: str, settings: TorqueSettings, ready: _Setup) -> list[dict[s
     ``ready``); raises for a bag that cannot be read or identified."""
     from inertial_id.core.errors import SampleError
     from inertial_id.core.joint_torque.link_model import structural_base_parameters
-    from inertial_id.core.joint_torque.trends import friction_by_phase
     from inertial_id.io.joint_records import joint_data, read_joint_bag
 
     model = ready.model
@@ -154,18 +158,15 @@ def phase_rows(bag: str, settings: TorqueSettings, ready: _Setup) -> list[dict[s
     residuals: list[tuple[NDArray[np.float64], ...]] = []
     for k in range(count):
         a, b = k * settings.phase, (k + 1) * settings.phase
-        fitted = friction_by_phase(model, data.t, rows, [(a, b)], options, base, data.valid)
-        if not fitted:
+        phase = _phase(data.t, rows, data.valid & (since >= a) & (since < b), (a, b),
+                       settings, ready, options, base, period)
+        if phase is None:
             continue
-        mine = data.valid & (since >= a) & (since < b)
-        row = {**fitted[0], "end_s": min(b, end), "samples_used": int(np.count_nonzero(mine))}
-        if ready.links is not None:
-            estimate, residual, friction = _payload(
-                ready.links, settings.payload_frame, period, tuple(r[mine] for r in rows),
-                row["friction"])
-            row.update(estimate)
-            residuals.append((since[mine], residual, friction))
+        row, residual = phase
+        row["end_s"] = min(b, end)
         found.append(row)
+        if residual is not None:
+            residuals.append(residual)
     if not found:
         raise SampleError(f"{bag}: no phase of {settings.phase:g} s with enough joint "
                           "states to identify")
@@ -174,11 +175,49 @@ def phase_rows(bag: str, settings: TorqueSettings, ready: _Setup) -> list[dict[s
             for k, columns in enumerate(found)]
 
 
+def _phase(t: NDArray[np.float64], rows: tuple[NDArray[np.float64], ...],
+           mine: NDArray[np.bool_], bounds: tuple[float, float], settings: TorqueSettings,
+           ready: _Setup, options: LinkOptions, base: Any, period: float
+           ) -> tuple[dict[str, Any], tuple[NDArray[np.float64], ...] | None] | None:
+    """One phase (``mine``: its rows; ``bounds``: s since the bag's start): its columns and,
+    with a payload model, (s since the start, residual, friction efforts) of every row of it
+    for the contact test. The friction and payload are fitted again on the rows the fit
+    explains (:func:`~inertial_id.core.joint_torque.trimming.quiet_rows`: a push is left
+    out of the fit, not out of the residual) until they no longer change, at most
+    :data:`~inertial_id.core.joint_torque.trimming.TRIM_ROUNDS` fits. None: too few rows."""
+    from inertial_id.core.joint_torque.trends import friction_by_phase
+    from inertial_id.core.joint_torque.trimming import TRIM_ROUNDS, quiet_rows
+
+    used = mine
+    phase_rows = tuple(r[mine] for r in rows)
+    for _ in range(TRIM_ROUNDS):
+        fitted = friction_by_phase(ready.model, t, rows, [bounds], options, base, used)
+        if not fitted:
+            return None
+        row = {**fitted[0], "samples_used": int(np.count_nonzero(used))}
+        if ready.links is None:
+            return row, None
+        estimate, residual, friction = _payload(
+            ready.links, settings.payload_frame, period, tuple(r[used] for r in rows),
+            phase_rows, row["friction"])
+        row.update(estimate)
+        quiet = quiet_rows(residual, period)
+        if quiet is None:
+            break
+        trimmed = mine.copy()
+        trimmed[mine] = quiet
+        if np.array_equal(trimmed, used):
+            break
+        used = trimmed
+    return row, (t[mine] - t[0], residual, friction)
+
+
 def _payload(links: LinkTorqueModel, frame: str | None, period: float,
-             rows: tuple[NDArray[np.float64], ...], friction: list[float]
+             fit_rows: tuple[NDArray[np.float64], ...], rows: tuple[NDArray[np.float64], ...],
+             friction: list[float]
              ) -> tuple[dict[str, Any], NDArray[np.float64], NDArray[np.float64]]:
-    """identify-payload's estimate on one phase's rows (q, qd, qdd, effort), the residual
-    of the link model with it and the model's friction efforts (effort units). The link
+    """identify-payload's estimate on ``fit_rows`` (q, qd, qdd, effort), the residual of the
+    link model with it on ``rows`` and their friction efforts of the model (effort units). The link
     model's rigid bodies and offsets with the phase's own Coulomb and viscous ``friction``
     coefficients (its link identification's, same terms): friction that changed since the
     model was identified (warm-up, wear) stays out of the payload. The phase's offsets are
@@ -192,7 +231,7 @@ def _payload(links: LinkTorqueModel, frame: str | None, period: float,
         links = replace(links, coefficients=coefficients)
     links = links.at_sample_period(period)
     identifier = TorquePayloadIdentifier(links, frame)
-    identifier.add(*rows)
+    identifier.add(*fit_rows)
     estimate = identifier.solve()
     doc = estimate_document(estimate, identifier.frame)
     keep = ("frame", "mass", "com", "inertia_com", "pi", "std", "com_std", "inertia_com_std",
