@@ -107,4 +107,5 @@ def run(node_factory: Callable[..., Node | list[Node]],
         pass  # a second signal, or the context shut down by someone else
     finally:
         shut_down(executor, nodes)
+        stopping.finished()
     return 0

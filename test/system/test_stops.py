@@ -273,6 +273,24 @@ def test_a_stop_while_the_modules_load_ends_the_process_at_once() -> None:
     assert done.returncode == 0 and done.stdout == "", done
 
 
+def test_signals_after_the_work_ended_do_not_kill_the_process() -> None:
+    """ros2 launch's second SIGINT can reach a node executable while Python finalizes, when
+    its handlers are back to the defaults (exit status -2): after ``finished`` they are
+    ignored. Here another process sends SIGINT every half millisecond from just before
+    the end to well after it."""
+    bombard = ("import os, signal, sys, time\n"
+               "for _ in range(4000):\n"
+               "    try:\n"
+               "        os.kill(int(sys.argv[1]), signal.SIGINT)\n"
+               "    except ProcessLookupError:\n"
+               "        break\n"
+               "    time.sleep(0.0005)")
+    done = _stop_script(5.0, "stopping.finished()", "import subprocess, sys",
+                        f"subprocess.Popen([sys.executable, '-c', {bombard!r}, str(os.getpid())])",
+                        "time.sleep(0.05)")
+    assert done.returncode == 0, (done.returncode, done.stderr)
+
+
 def test_a_stop_that_ends_in_time_prints_nothing() -> None:
     done = _stop_script(1.5, "time.sleep(0.5)")
     assert done.returncode == 0 and done.stderr == "", done.stderr
