@@ -199,15 +199,21 @@ class Identify(Node):
 
     async def _await_joints(self, goal: Any) -> None:
         """Wait up to ``joint_state_wait`` s for a fresh joint state (a goal sent as the
-        nodes start may come before this node has found the joint states' publisher)."""
+        nodes start may come before this node has found the joint states' publisher); not
+        without a robot model (the goal is refused at once) nor once a cancel is asked."""
         deadline = time.monotonic() + self.values["joint_state_wait"]
-        if not self._fresh_joints():
-            goal.publish_feedback(IdentifyAction.Feedback(state="waiting for joint states"))
-        while not self._fresh_joints() and time.monotonic() < deadline:
+        if self.kinematics is None or self._fresh_joints():
+            return
+        goal.publish_feedback(IdentifyAction.Feedback(state="waiting for joint states"))
+        while (not self._fresh_joints() and not goal.is_cancel_requested
+               and time.monotonic() < deadline):
             await self._pause(0.05)
 
     async def _identify(self, goal: Any, result: Any) -> None:
         await self._await_joints(goal)
+        if goal.is_cancel_requested:
+            result.stopped_because, result.message = "canceled", "canceled before the plan"
+            return
         if self.kinematics is not None and not self._fresh_joints():
             result.stopped_because = "no_joint_state"
             result.message = ("no joint state of every model joint in the last "
@@ -226,6 +232,9 @@ class Identify(Node):
             return
         if not await self._ready():
             result.stopped_because, result.message = "no_controller", self.unavailable
+            return
+        if goal.is_cancel_requested:  # asked while planning: nothing was sent
+            result.stopped_because, result.message = "canceled", "canceled before the motion"
             return
         if not goal.request.keep_estimate:
             await self._reset_solver()

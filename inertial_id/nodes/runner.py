@@ -106,6 +106,8 @@ def run(node_factory: Callable[..., Node | list[Node]],
     except (KeyboardInterrupt, ExternalShutdownException):
         pass  # a second signal, or the context shut down by someone else
     finally:
-        shut_down(executor, nodes)
-        stopping.finished()
+        try:
+            shut_down(executor, nodes)
+        finally:
+            stopping.finished()
     return 0

@@ -184,16 +184,23 @@ def _phase(t: NDArray[np.float64], rows: tuple[NDArray[np.float64], ...],
     for the contact test. The friction and payload are fitted again on the rows the fit
     explains (:func:`~inertial_id.core.joint_torque.trimming.quiet_rows`: a push is left
     out of the fit, not out of the residual) until they no longer change, at most
-    :data:`~inertial_id.core.joint_torque.trimming.TRIM_ROUNDS` fits. None: too few rows."""
+    :data:`~inertial_id.core.joint_torque.trimming.TRIM_ROUNDS` fits; a trimmed fit short of
+    rows keeps the last. None: too few rows for the first fit.
+
+    The friction memory (direction memory, memory at rest) runs over the rows a fit takes, so
+    after a row left out it starts from the state it had before the gap; a presliding memory
+    settles within its ``x0`` of motion (a row or two at 125 Hz), while the residual is
+    computed on the phase's rows in order."""
     from inertial_id.core.joint_torque.trends import friction_by_phase
     from inertial_id.core.joint_torque.trimming import TRIM_ROUNDS, quiet_rows
 
     used = mine
     phase_rows = tuple(r[mine] for r in rows)
+    found: tuple[dict[str, Any], tuple[NDArray[np.float64], ...] | None] | None = None
     for _ in range(TRIM_ROUNDS):
         fitted = friction_by_phase(ready.model, t, rows, [bounds], options, base, used)
         if not fitted:
-            return None
+            return found  # the first fit: too few rows; a trimmed one: the last fit stands
         row = {**fitted[0], "samples_used": int(np.count_nonzero(used))}
         if ready.links is None:
             return row, None
@@ -201,6 +208,7 @@ def _phase(t: NDArray[np.float64], rows: tuple[NDArray[np.float64], ...],
             ready.links, settings.payload_frame, period, tuple(r[used] for r in rows),
             phase_rows, row["friction"])
         row.update(estimate)
+        found = row, (t[mine] - t[0], residual, friction)
         quiet = quiet_rows(residual, period)
         if quiet is None:
             break
@@ -209,7 +217,7 @@ def _phase(t: NDArray[np.float64], rows: tuple[NDArray[np.float64], ...],
         if np.array_equal(trimmed, used):
             break
         used = trimmed
-    return row, (t[mine] - t[0], residual, friction)
+    return found
 
 
 def _payload(links: LinkTorqueModel, frame: str | None, period: float,

@@ -41,10 +41,11 @@ def world() -> Iterator[tuple[Node, SingleThreadedExecutor]]:
         rclpy.shutdown(context=context)
 
 
-def _goal(probe: Node, executor: SingleThreadedExecutor, publish_after: float | None
-          ) -> tuple[IdentifyAction.Result, float]:
+def _goal(probe: Node, executor: SingleThreadedExecutor, publish_after: float | None,
+          cancel_after: float | None = None) -> tuple[IdentifyAction.Result, float]:
     """A dry-run goal; joint states at the bundled home pose from ``publish_after`` s after it
-    was sent (None: never). The result and the s it took."""
+    was sent (None: never), the goal cancelled ``cancel_after`` s after it was sent (None:
+    not). The result and the s it took."""
     client = ActionClient(probe, IdentifyAction, "identify/identify")
     joints = probe.create_publisher(JointState, "joint_states", sensor_qos(10))
     names = SensorKinematics(bundled_urdf_path(), BUNDLED_SENSOR_FRAME).joint_names
@@ -53,13 +54,16 @@ def _goal(probe: Node, executor: SingleThreadedExecutor, publish_after: float | 
         executor.spin_once(timeout_sec=0.05)
     start = time.monotonic()
     sent = client.send_goal_async(IdentifyAction.Goal(dry_run=True, max_duration=4.0))
-    result = None
+    result = cancelled = None
     while time.monotonic() - start < WAIT + 30.0:
         executor.spin_once(timeout_sec=0.01)
         if publish_after is not None and time.monotonic() - start > publish_after:
             joints.publish(JointState(name=list(names), position=list(BUNDLED_HOME)))
         if result is None and sent.done():
             result = sent.result().get_result_async()
+        if (cancel_after is not None and cancelled is None and sent.done()
+                and time.monotonic() - start > cancel_after):
+            cancelled = sent.result().cancel_goal_async()
         if result is not None and result.done():
             return result.result().result, time.monotonic() - start
     pytest.fail("no Identify result")
@@ -77,3 +81,11 @@ def test_without_a_joint_state_a_goal_stops_with_no_joint_state(world) -> None:
     assert result.stopped_because == "no_joint_state" and not result.success
     assert result.message == f"no joint state of every model joint in the last {WAIT:g} s"
     assert took >= WAIT
+
+
+def test_a_goal_cancelled_while_it_waits_ends_there_and_sends_nothing(world) -> None:
+    """Cancelled while waiting, it ends at once, even though joint states come after."""
+    result, took = _goal(*world, publish_after=1.0, cancel_after=0.5)
+    assert result.stopped_because == "canceled" and not result.success, result.message
+    assert not result.motion.points  # never planned
+    assert took < WAIT

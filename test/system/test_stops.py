@@ -276,18 +276,22 @@ def test_a_stop_while_the_modules_load_ends_the_process_at_once() -> None:
 def test_signals_after_the_work_ended_do_not_kill_the_process() -> None:
     """ros2 launch's second SIGINT can reach a node executable while Python finalizes, when
     its handlers are back to the defaults (exit status -2): after ``finished`` they are
-    ignored. Here another process sends SIGINT every half millisecond from just before
-    the end to well after it."""
+    ignored. Here another process sends SIGINT every half millisecond from before the end
+    (it says so on a pipe, which the process reads before it ends) to well after it."""
     bombard = ("import os, signal, sys, time\n"
-               "for _ in range(4000):\n"
+               "for k in range(4000):\n"
                "    try:\n"
                "        os.kill(int(sys.argv[1]), signal.SIGINT)\n"
                "    except ProcessLookupError:\n"
                "        break\n"
+               "    if k == 10:\n"
+               "        sys.stdout.write('x')\n"
+               "        sys.stdout.flush()\n"
                "    time.sleep(0.0005)")
     done = _stop_script(5.0, "stopping.finished()", "import subprocess, sys",
-                        f"subprocess.Popen([sys.executable, '-c', {bombard!r}, str(os.getpid())])",
-                        "time.sleep(0.05)")
+                        f"child = subprocess.Popen([sys.executable, '-c', {bombard!r}, "
+                        "str(os.getpid())], stdout=subprocess.PIPE)",
+                        "assert child.stdout.read(1) == b'x'")
     assert done.returncode == 0, (done.returncode, done.stderr)
 
 

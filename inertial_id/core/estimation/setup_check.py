@@ -16,7 +16,9 @@ names what the data show, one line each, with the fix in words:
   above the configured noise and a good share of the wrench's variance) and no rotation of the
   sensor frame does either: a wrong gravity vector, a wrong URDF or sensor frame;
 - ``time_offset``: the wrench is a rigid body's plus a multiple of its own rate of change
-  (both fitted together over the recent samples, whatever the current estimate is): the
+  (both fitted together over the recent samples; the current estimate only decides which
+  samples are outliers, so a badly wrong one, leaving more than a few, hides a lag until it
+  converges): the
   wrench stamps lag (or lead) the joint states' by at least the estimated offset (the rate's
   noise biases the figure toward zero; the gatherer's matched filter measures the delay
   itself). Only a

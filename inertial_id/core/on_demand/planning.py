@@ -34,7 +34,9 @@ ROOM = 0.98
 PEAK_SHARE = 0.98
 """Share of the velocity and acceleration bounds the plan's peaks use: they are found on the
 design's grid, and the path sent is interpolated between points, so the peaks the check finds
-between them can be higher (by 0.1 % on a 4 s motion of 3 harmonics)."""
+between them can be higher (by 0.1 % on a 4 s motion of 3 harmonics at the default
+``point_rate`` of 25 Hz; far sparser points overshoot more, and such a plan is refused by the
+check, not sent)."""
 
 
 @dataclass(frozen=True)
