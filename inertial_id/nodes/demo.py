@@ -177,4 +177,4 @@ def _apply_summary(monitor: Monitor, loop: ApplyLoop, print_line: Callable[[str]
                + ", ".join(f"{b.mass:.4f} kg" for b, _ in received)
                + f"; payload B mounted: {'yes' if loop.mounted_at else 'no'}")
     good = errors is not None and errors.mass_pct < 1.0 and errors.com_mm < 5.0
-    return 0 if len(loop.applied_at) >= 2 and good else 1
+    return 0 if loop.b_applied_at is not None and good else 1

@@ -59,7 +59,8 @@ def applier(directory: Path) -> Applier:
 @dataclass
 class ApplyLoop:
     """Follows the applies, mounts B once A has stayed the estimate for :data:`HOLD` s after
-    its apply, and says each step in one line."""
+    its last apply (the applier may refine A first: on a loaded machine it re-applied A 4 s
+    after the first apply), and says each step in one line."""
 
     simulator: Simulator
     applier: Applier
@@ -67,13 +68,22 @@ class ApplyLoop:
     print_line: Callable[[str], None]
     applied_at: list[float] = field(default_factory=list)  # monotonic s of each apply
     mounted_at: float | None = None
+    _applied_before_mount: int = 0  # applies of A
     _changes: int = 0  # the solver's payload changes at the mount
     _reset: bool = False
 
     @property
+    def b_applied_at(self) -> float | None:
+        """Monotonic s of the first apply after B was mounted (None: not yet)."""
+        if self.mounted_at is None or len(self.applied_at) <= self._applied_before_mount:
+            return None
+        return self.applied_at[self._applied_before_mount]
+
+    @property
     def done(self) -> bool:
         """B was identified and applied, and :data:`HOLD` s have shown the estimate after."""
-        return len(self.applied_at) >= 2 and time.monotonic() - self.applied_at[1] >= HOLD
+        applied = self.b_applied_at
+        return applied is not None and time.monotonic() - applied >= HOLD
 
     def residual_force(self) -> float:
         """N: the simulated wrench's force less the bias, now (no noise): the payload's weight
@@ -98,14 +108,15 @@ class ApplyLoop:
                 f"applied to the UR driver: {body.mass:.4f} kg, CoG ["
                 + ", ".join(f"{c * 1e3:.1f}" for c in body.com) + "] mm in tool0; its wrench "
                 "is now compensated for it, and the solver adds it back")
-        if len(self.applied_at) == 1 and self.mounted_at is None and latest is not None \
-                and now - self.applied_at[0] >= HOLD:
+        if self.applied_at and self.mounted_at is None and latest is not None \
+                and now - self.applied_at[-1] >= HOLD:
             self.print_line(f"the estimate stayed {latest.mass:.4f} kg after the apply "
                             f"(|F - bias| now {self.residual_force():.2f} N); tool change: "
                             + self.simulator.change_payload())
             self.mounted_at = now
+            self._applied_before_mount = len(self.applied_at)
             self._changes = len(self.solver.online.payload_changes)
-        elif (self.mounted_at is not None and len(self.applied_at) == 1 and not self._reset
+        elif (self.mounted_at is not None and self.b_applied_at is None and not self._reset
               and now - self.mounted_at >= DETECT
               and len(self.solver.online.payload_changes) == self._changes):
             self.solver.online.reset()

@@ -39,13 +39,13 @@ def test_all_finite_sees_a_nan_anywhere_in_a_message() -> None:
     assert not all_finite(contact)
 
 
-def _numbers(msg: DiagnosticArray) -> list[float]:
-    """The numeric values of a diagnostics message."""
+def _numbers(msg: DiagnosticArray) -> list[tuple[str, float]]:
+    """The numeric values of a diagnostics message, each with its status and key."""
     out = []
     for status in msg.status:
         for kv in status.values:
             try:
-                out.append(float(kv.value))
+                out.append((f"{status.name}: {kv.key}", float(kv.value)))
             except ValueError:
                 continue
     return out
@@ -109,4 +109,5 @@ def test_nothing_non_finite_is_published_on_any_topic() -> None:
                and getattr(getattr(m, "header", None), "frame_id", "") != INJECTED]
         assert not bad, f"{len(bad)} of {len(messages)} messages on {topic} not finite: {bad[0]}"
     numbers = [x for m in received["/diagnostics"] for x in _numbers(m)]
-    assert numbers and all(math.isfinite(x) for x in numbers)
+    assert numbers
+    assert not (bad := sorted({k for k, x in numbers if not math.isfinite(x)})), bad

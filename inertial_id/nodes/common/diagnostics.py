@@ -27,12 +27,21 @@ def diagnostic_value(value: Number) -> str:
     return f"{float(value):.6g}"
 
 
+def diagnostic_values(values: dict[str, Number]) -> list[KeyValue]:
+    """The key-value pairs of a status: a number that is not finite (the std of a direction
+    the data do not determine yet, an estimate's first moments) is left out, so that every
+    value on ``/diagnostics`` is a finite number (no figure rather than ``inf``)."""
+    return [KeyValue(key=k, value=diagnostic_value(v)) for k, v in values.items()
+            if isinstance(v, (bool, np.bool_, int, np.integer)) or np.isfinite(v)]
+
+
 class Diagnostics:
     """Publishes a node's status on ``/diagnostics`` every ``period`` seconds.
 
     ``status`` returns ``(level, message, values)``: one number per key (counts, quantities
     with their unit in the key, flags as 1/0), so that PlotJuggler and rqt_plot can plot
-    every key; the text goes in the message. The name is ``<node>: <what>``.
+    every key (a value that is not finite is left out: :func:`diagnostic_values`); the text
+    goes in the message. The name is ``<node>: <what>``.
     """
 
     def __init__(self, node: Node, what: str, status: StatusFn, period: float = 1.0) -> None:
@@ -48,7 +57,7 @@ class Diagnostics:
         level, message, values = self._status()
         status = DiagnosticStatus(
             level=level, name=self._name, message=message, hardware_id=self.hardware_id,
-            values=[KeyValue(key=k, value=diagnostic_value(v)) for k, v in values.items()],
+            values=diagnostic_values(values),
         )
         stamp = self._node.get_clock().now().to_msg()
         self._publisher.publish(DiagnosticArray(header=Header(stamp=stamp), status=[status]))
