@@ -48,6 +48,18 @@ def t2_threshold(p: int, n: float, confidence: float) -> float:
     return float(p * (n - 1) * (n + 1) / (n * (n - p)) * f)
 
 
+MAD_TO_STD = 1.4826
+"""A normal variable's std over its median absolute deviation."""
+
+
+def median_and_spread(values: NDArray[np.float64]
+                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per column of ``values`` (n, p): the median and :data:`MAD_TO_STD` times the median
+    absolute deviation from it (a std robust to outliers), both (p,)."""
+    centre = np.median(values, axis=0)
+    return centre, MAD_TO_STD * np.median(np.abs(values - centre), axis=0)
+
+
 def robust_mean_covariance(
     residuals: ArrayLike, confidence: float = 0.999, iterations: int = 5
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
@@ -63,8 +75,7 @@ def robust_mean_covariance(
     n, p = e.shape
     if n <= 2 * p:
         raise SampleError(f"need more than {2 * p} residuals to learn a covariance, got {n}")
-    mean = np.median(e, axis=0)
-    mad = 1.4826 * np.median(np.abs(e - mean), axis=0)
+    mean, mad = median_and_spread(e)
     cov = np.diag(np.maximum(mad, 1e-12) ** 2)
     cutoff = stats.chi2.ppf(confidence, p)
     keep = np.ones(n, dtype=bool)

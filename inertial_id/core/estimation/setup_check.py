@@ -18,12 +18,11 @@ names what the data show, one line each, with the fix in words:
 - ``time_offset``: the wrench is a rigid body's plus a multiple of its own rate of change
   (both fitted together over the recent samples; the current estimate only decides which
   samples are outliers, so a badly wrong one, leaving more than a few, hides a lag until it
-  converges): the
-  wrench stamps lag (or lead) the joint states' by at least the estimated offset (the rate's
-  noise biases the figure toward zero; the gatherer's matched filter measures the delay
-  itself). Only a
-  plausible lag is named: at most :data:`MAX_PLAUSIBLE_TIME_OFFSET`, from the recent samples alone
-  (the last :data:`TIME_OFFSET_BLOCKS` blocks of :data:`TIME_OFFSET_BLOCK`: it clears itself
+  converges): the wrench stamps lag (or lead) the joint states' by at least the estimated
+  offset (the rate's noise biases the figure toward zero; the gatherer's matched filter
+  measures the delay itself). Only a plausible lag is named: at most
+  :data:`MAX_PLAUSIBLE_TIME_OFFSET`, from the recent samples alone (the last
+  :data:`TIME_OFFSET_BLOCKS` blocks of :data:`TIME_OFFSET_BLOCK`: it clears itself
   once the data no longer show it), as the median of the blocks' estimates weighted by their
   information (a wild block cannot move it), most blocks agreeing on its sign, and each sample
   a lag could explain (a residual beyond :data:`MAX_PLAUSIBLE_TIME_OFFSET` times the wrench's

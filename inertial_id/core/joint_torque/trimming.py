@@ -20,6 +20,8 @@ from numpy.typing import NDArray
 from scipy.ndimage import binary_dilation
 from scipy.stats import chi2
 
+from inertial_id.core.estimation.anomaly import median_and_spread
+
 TRIM_CONFIDENCE = 0.999
 """Chi-square quantile (degrees of freedom: the joints) a row's scaled residual must stay
 under."""
@@ -38,8 +40,7 @@ def quiet_rows(residual: NDArray[np.float64], period: float,
     that nothing but noise and model error explains (module docstring); None when fewer than
     :data:`MIN_KEPT` of them are (then no row is singled out)."""
     residual = np.asarray(residual, dtype=float)
-    centre = np.median(residual, axis=0)
-    spread = 1.4826 * np.median(np.abs(residual - centre), axis=0)
+    centre, spread = median_and_spread(residual)
     spread = np.where(spread > 0.0, spread, np.inf)  # a joint that never differs says nothing
     score = np.sum(((residual - centre) / spread) ** 2, axis=1)
     loud = score > chi2.ppf(confidence, residual.shape[1])

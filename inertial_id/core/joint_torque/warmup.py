@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from inertial_id.core.estimation.anomaly import contact_intervals
+from inertial_id.core.estimation.anomaly import contact_intervals, median_and_spread
 
 WARMUP_MAX = 0.3
 """Largest warm-up share ``a_j`` (and level change ``|b_j|``) of a joint's friction that
@@ -124,8 +124,7 @@ def fit_warmup(since: ArrayLike, residual: ArrayLike, friction: ArrayLike,
     friction = np.atleast_2d(np.asarray(friction, dtype=float))
     first = _fit(since, residual, friction, times, bound)
     left = residual - first.efforts(since, friction)
-    centre = np.median(left, axis=0)
-    spread = 1.4826 * np.median(np.abs(left - centre), axis=0)
+    centre, spread = median_and_spread(left)
     quiet = np.all(np.abs(left - centre) <= TRIM_SIGMAS * np.maximum(spread, 1e-12), axis=1)
     if np.count_nonzero(quiet) < max(10, since.size // 2):
         return first

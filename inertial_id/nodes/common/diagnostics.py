@@ -19,7 +19,8 @@ StatusFn = Callable[[], tuple[bytes, str, dict[str, Number]]]
 
 def diagnostic_value(value: Number) -> str:
     """One diagnostics value as text a plotting tool reads as a number: integers as they
-    are, floats to 6 significant digits (``nan``, ``inf`` spelled so), flags as 1 or 0."""
+    are, floats to 6 significant digits, flags as 1 or 0 (a status leaves out the values
+    that are not finite: :func:`diagnostic_values`)."""
     if isinstance(value, (bool, np.bool_)):
         return "1" if value else "0"
     if isinstance(value, (int, np.integer)):
