@@ -77,9 +77,9 @@ def test_two_pipelines_in_two_namespaces_estimate_their_own_payloads(
             assert abs(msg.mass - mass) < 0.03 * mass, f"/{ns}: {msg.mass} kg for {mass} kg"
             assert abs(msg.com.z - com[2]) < 0.005, f"/{ns}: CoM z {msg.com.z} for {com[2]}"
         for ns in PAYLOADS:  # the /**/solver section reached the solver in each namespace
-            client = node.create_client(GetParameters, f"/{ns}/solver/get_parameters")
             answer = call_until_answered(
-                executor, client, GetParameters.Request(names=["converged_com_std"]), 30.0)
+                GetParameters, f"/{ns}/solver/get_parameters",
+                GetParameters.Request(names=["converged_com_std"]), 30.0)
             assert answer.values[0].double_value == MARKER
     finally:
         outputs = stop_processes(processes)

@@ -14,11 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import rclpy
 import yaml
 from rcl_interfaces.srv import GetParameters
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from rclpy.parameter import parameter_value_to_python
 from services import call_until_answered
 
@@ -42,20 +39,10 @@ def test_parameter_rules_are_the_p_values_of_every_ros_section() -> None:
 
 def _parameters(name: str, names: list[str], timeout: float = 60.0) -> dict[str, object]:
     """The values node ``name`` reports through its ``get_parameters`` service."""
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = Node("precedence_probe", context=context)
-    try:
-        client = node.create_client(GetParameters, f"/{name}/get_parameters")
-        executor = SingleThreadedExecutor(context=context)
-        executor.add_node(node)
-        answer = call_until_answered(executor, client, GetParameters.Request(names=names),
-                                     timeout)
-        return {n: parameter_value_to_python(v)
-                for n, v in zip(names, answer.values, strict=True)}
-    finally:
-        node.destroy_node()
-        rclpy.shutdown(context=context)
+    answer = call_until_answered(GetParameters, f"/{name}/get_parameters",
+                                 GetParameters.Request(names=names), timeout)
+    return {n: parameter_value_to_python(v)
+            for n, v in zip(names, answer.values, strict=True)}
 
 
 def test_p_wins_over_stacked_files_in_any_order(tmp_path: Path, ros_env: dict[str, str],
