@@ -5,7 +5,7 @@ number and which entries of ``pi`` the data determine (:func:`identifiability`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -34,6 +34,10 @@ class BiasDrift:
     rate: NDArray[np.float64]
     std: NDArray[np.float64]
     time: float
+
+
+CARRIED = ("_std", "com_covariance", "com_std", "inertia_com_std")
+"""The derived uncertainty :meth:`Estimate.carried_to` keeps (cached properties)."""
 
 
 @dataclass(frozen=True)
@@ -119,9 +123,30 @@ class Estimate:
         """``J(pi)`` positive definite."""
         return self.body.is_physically_consistent()
 
+    def carried_to(self, x: ArrayLike, samples: float,
+                   drift: BiasDrift | None = None) -> Estimate:
+        """An estimate of new parameters ``x = [pi; offset]`` (from ``samples`` samples; with
+        ``drift``, the new drift rate) that carries this one's uncertainty unchanged: its
+        covariance, condition number and the std derived from them (of the CoM and of the
+        inertia about it, as computed at this estimate's parameters). For a solve between
+        two refreshes of the uncertainty (:data:`~inertial_id.core.estimation.stage.
+        UNCERTAINTY_PERIOD`): what the last refresh said, which data since can only have
+        narrowed."""
+        x = np.asarray(x, dtype=float)
+        carried = replace(self, body=BodyParameters.from_pi(x[:N_PI]),
+                          offset=x[N_PI:].copy(), samples=samples, drift=drift)
+        for name in CARRIED:
+            carried.__dict__[name] = getattr(self, name)
+        return carried
+
 
 def _read_only(array: ArrayLike) -> NDArray[np.float64]:
-    """A read-only float copy of ``array``."""
+    """A read-only float copy of ``array``; ``array`` itself when it is one already (owns
+    its data, cannot be written: what this returned before), so that estimates that carry
+    another's uncertainty share its covariance (:meth:`Estimate.carried_to`)."""
+    if (isinstance(array, np.ndarray) and array.dtype == np.float64 and array.base is None
+            and not array.flags.writeable):
+        return array
     out = np.array(array, dtype=float)
     out.setflags(write=False)
     return out

@@ -1,7 +1,7 @@
 """The estimation stage the solver node and replay share (inertial_id.core.estimation.stage):
 refused batches counted by reason and the ledger adding up, solves on a given clock or on
 sample time (the same solves however the batches are cut), a failed solve keeping the last
-estimate and naming the failure."""
+estimate and naming the failure, the uncertainty refreshed at its own period."""
 
 from __future__ import annotations
 
@@ -11,7 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inertial_id.core.estimation.online import OnlineConfig, OnlineEstimator
-from inertial_id.core.estimation.stage import SLOW_SOLVE_PERIOD, EstimationStage
+from inertial_id.core.estimation.payload import PayloadConfig
+from inertial_id.core.estimation.stage import (
+    SLOW_SOLVE_PERIOD,
+    UNCERTAINTY_PERIOD,
+    EstimationStage,
+)
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.simulation import (
     BUNDLED_HOME,
@@ -106,11 +111,11 @@ class Crashing(OnlineEstimator):
 
     fail_from = 2
 
-    def solve(self):  # type: ignore[no-untyped-def]
+    def solve(self, uncertainty: bool = True):  # type: ignore[no-untyped-def]
         self.fail_from -= 1
         if self.fail_from <= 0:
             raise BaseException("solver panicked")
-        return super().solve()
+        return super().solve(uncertainty)
 
 
 def test_a_failed_solve_keeps_the_last_estimate_and_names_the_failure(
@@ -123,3 +128,67 @@ def test_a_failed_solve_keeps_the_last_estimate_and_names_the_failure(
     assert second.solved and not second.solves  # tried, gave nothing new
     assert "solver panicked" in stage.failure and len(stage.failures) >= 1
     assert stage.online.estimate is kept
+
+
+@pytest.mark.parametrize("drift", [False, True])
+def test_between_refreshes_the_parameters_are_solved_and_the_uncertainty_carried(
+        samples: dict[str, np.ndarray], drift: bool) -> None:
+    """Solving at every 10-sample batch: the parameters are those of a whole estimate at
+    every solve; the uncertainty (covariance, std, verdicts) is the last refresh's, at most
+    :data:`UNCERTAINTY_PERIOD` old."""
+    def stage(uncertainty_period: float) -> EstimationStage:
+        config = OnlineConfig(min_samples=200, payload=PayloadConfig(bias_drift=drift))
+        return EstimationStage(OnlineEstimator(config), 0.02,
+                               uncertainty_period=uncertainty_period)
+
+    every, refreshed = stage(0.0), stage(UNCERTAINTY_PERIOD)
+    whole_at: dict[float, object] = {}
+    last_whole, carried_count = None, 0
+    for start in range(0, 2000, 10):
+        batch = _part(samples, start, start + 10)
+        a, b = every.add(batch), refreshed.add(batch)
+        assert [t for t, _ in a.solves] == [t for t, _ in b.solves]
+        for (t, whole), (_, carried) in zip(a.solves, b.solves, strict=True):
+            np.testing.assert_allclose(carried.pi, whole.pi, rtol=1e-8, atol=1e-12)
+            np.testing.assert_allclose(carried.offset, whole.offset, rtol=1e-8, atol=1e-12)
+            if drift:
+                np.testing.assert_allclose(carried.drift.rate, whole.drift.rate,
+                                           rtol=1e-6, atol=1e-12)
+            whole_at[t] = whole
+            if last_whole is None or carried.covariance is not last_whole[1].covariance:
+                last_whole = (t, carried)  # a refresh: the whole estimate's uncertainty
+                np.testing.assert_allclose(carried.covariance, whole.covariance, rtol=1e-9)
+                np.testing.assert_allclose(carried.com_std, whole.com_std, rtol=1e-9)
+            else:
+                carried_count += 1
+                assert t - last_whole[0] < UNCERTAINTY_PERIOD
+                np.testing.assert_array_equal(carried.std, last_whole[1].std)
+                np.testing.assert_array_equal(carried.com_std, last_whole[1].com_std)
+                np.testing.assert_array_equal(carried.inertia_com_std,
+                                              last_whole[1].inertia_com_std)
+                if drift:
+                    np.testing.assert_array_equal(carried.drift.std, last_whole[1].drift.std)
+                assert refreshed.online.verdicts == verdicts_at(every, last_whole[0], whole_at)
+    assert len(whole_at) > 150  # solved at (nearly) every batch after the first 200 samples
+    assert carried_count > 0.7 * len(whole_at)  # 4 of 5 solves carry the uncertainty
+
+
+def verdicts_at(stage: EstimationStage, t: float, estimates: dict[float, object]) -> object:
+    """The verdicts ``stage``'s estimator gives the estimate it made at ``t``."""
+    from inertial_id.core.estimation.online_types import verdicts
+    return verdicts(estimates[t], stage.online.config)
+
+
+def test_a_forgotten_offset_makes_the_next_estimate_whole(
+        samples: dict[str, np.ndarray]) -> None:
+    """A bias step forgets the offset: the uncertainty of before must not be carried (the new
+    offset is not determined until new samples come)."""
+    stage = EstimationStage(OnlineEstimator(OnlineConfig(min_samples=200)), 0.02)
+    stage.add(_part(samples, 0, 1000))
+    identifier = stage.online.identifier
+    before = identifier.estimate(uncertainty=False)
+    assert np.isfinite(before.offset_std).all()
+    identifier.forget_offset()
+    after = identifier.estimate(uncertainty=False)
+    assert after.covariance is not before.covariance
+    assert not np.isfinite(after.offset_std).all()

@@ -96,6 +96,12 @@ def profile_drift(stats: SufficientStatistics, tau_now: float
     return out, Profile(h_dd_inverse, h_xd.T, g[DRIFT], tau_now)
 
 
+def drift_rate(x: NDArray[np.float64], profile: Profile) -> NDArray[np.float64]:
+    """The drift rate (6,) N/s and N m/s that best fits ``x = [pi; b]`` (16) of the profiled
+    statistics: ``H_dd^-1 (g_d - H_dx x)``."""
+    return profile.h_dd_inverse @ (profile.g_d - profile.h_dx @ x)
+
+
 def drift_of(estimate: Estimate, profile: Profile, stats: SufficientStatistics,
              time: float) -> BiasDrift:
     """The drift rate at ``estimate`` of the profiled ``stats`` (:func:`profile_drift`) and
@@ -104,7 +110,7 @@ def drift_of(estimate: Estimate, profile: Profile, stats: SufficientStatistics,
     covariance is over its classical one); ``time``: the stamp of ``tau_now`` (s)."""
     x = np.concatenate((estimate.pi, estimate.offset))
     gain = profile.h_dd_inverse @ profile.h_dx
-    rate = profile.h_dd_inverse @ profile.g_d - gain @ x
+    rate = drift_rate(x, profile)
     covariance = np.asarray(estimate.covariance)
     sigma2 = stats.residual(x) / max(stats.rows - N_WITH_DRIFT, 1.0)
     classical = sigma2 * np.diag(np.linalg.pinv(stats.information, hermitian=True))[N_PI:]

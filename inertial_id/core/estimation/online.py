@@ -380,8 +380,10 @@ class OnlineEstimator(AnomalyResolution):
         self.identifier.add_gram(gram, rows[:, NOISE].reshape(-1, 6, 6))
         self.setup.add_gram(gram[:19, :19])
 
-    def solve(self) -> Estimate | None:
+    def solve(self, uncertainty: bool = True) -> Estimate | None:
         """Re-estimate (unless in contact, frozen or short of data); keeps the last good one.
+        ``uncertainty`` False: the parameters only, with the last whole estimate's
+        uncertainty and verdicts (:meth:`PayloadIdentifier.estimate`).
 
         Raises :class:`SolverError` when the solve fails; the last estimate stays.
         """
@@ -392,7 +394,8 @@ class OnlineEstimator(AnomalyResolution):
             return self.estimate
         if self.identifier.statistics.samples < self.config.min_samples:
             return self.estimate
-        estimate = self.identifier.estimate()
+        previous = self.estimate
+        estimate = self.identifier.estimate(uncertainty)
         if not estimate.physically_consistent and self.config.payload.method == "lmi_sdp":
             raise SolverError("estimate is not physically consistent")
         if not np.isfinite(estimate.offset_std).all():
@@ -400,6 +403,10 @@ class OnlineEstimator(AnomalyResolution):
             # offset would be a placeholder, not an estimate. Keep the tared one.
             return self.estimate
         self.estimate, self.from_data = estimate, True
+        cached = self._verdicts
+        if (cached is not None and cached[0][0] is previous and cached[0][1] is self.config
+                and estimate.covariance is previous.covariance):  # the same uncertainty
+            self._verdicts = ((estimate, self.config), cached[1])
         return estimate
 
     def _check_setup(self) -> None:

@@ -17,15 +17,17 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.errors import InertialIdError, SampleError
-from inertial_id.core.estimate import N_PI, N_UNKNOWNS, Estimate
+from inertial_id.core.estimate import N_PI, N_UNKNOWNS, BiasDrift, Estimate
 from inertial_id.core.estimation.drift import (
     N_WITH_DRIFT,
     DriftNormalEquations,
     Profile,
     drift_of,
+    drift_rate,
     profile_drift,
 )
 from inertial_id.core.estimation.estimators import ConsistentEstimator, Constraints, least_squares
+from inertial_id.core.estimation.estimators.consistent import require_consistent
 from inertial_id.core.estimation.manifold import ManifoldEstimator
 from inertial_id.core.estimation.pls import pls
 from inertial_id.core.regressor import (
@@ -157,6 +159,7 @@ class PayloadIdentifier:
             self._sdp.set_prior(np.zeros(N_PI) if config.prior is None else config.prior,
                                 config.prior_weight)
         self.config = config
+        self._with_uncertainty = None
 
     def _set_weights(self, config: PayloadConfig) -> None:
         """Row weights (inverse noise variances) of later samples, and their noise basis."""
@@ -177,6 +180,7 @@ class PayloadIdentifier:
             self._window = SlidingWindow(n, self.config.block_samples, blocks)
         self._origin: float | None = None  # s: the drift's reference time
         self._tau_latest = 0.0
+        self._with_uncertainty: Estimate | None = None  # the last whole estimate
 
     @property
     def n_unknowns(self) -> int:
@@ -207,6 +211,7 @@ class PayloadIdentifier:
         if self.config.known_offset is None:
             raise InertialIdError("the offset is estimated, not known")
         self._sdp.known_offset = np.asarray(offset, dtype=float).copy()
+        self._with_uncertainty = None
 
     def forget_offset(self) -> None:
         """Keep the data's information on ``pi`` but none on the offset (after a bias change).
@@ -216,6 +221,7 @@ class PayloadIdentifier:
         """
         target = self._all if self._window is None else self._window
         target.eliminate_offset(N_PI)
+        self._with_uncertainty = None
 
     def add(self, twist: ArrayLike, proper_acceleration: ArrayLike, wrench: ArrayLike,
             acceleration_noise: ArrayLike | None = None,
@@ -282,14 +288,29 @@ class PayloadIdentifier:
         method = self.config.method
         return method in ("least_squares", "pls") or (method == "lmi_sdp" and self._sdp.fast)
 
-    def estimate(self) -> Estimate:
-        """Solve with the configured method (raises ``SolverError`` when it cannot)."""
+    def estimate(self, uncertainty: bool = True) -> Estimate:
+        """Solve with the configured method (raises ``SolverError`` when it cannot).
+
+        ``uncertainty`` False: the parameters only, re-solved, with the uncertainty of the
+        last estimate made with it (:meth:`Estimate.carried_to`: its covariance and the std
+        derived from it; the drift's std too), which costs a fraction of a whole estimate;
+        a whole one when there is none since the statistics last changed in kind (a reset,
+        a forgotten or new known offset, new settings) or the method is not ``lmi_sdp``."""
         statistics, profile = self._solver_input()
-        estimate = self._solve(statistics)
-        if profile is None:
-            return estimate
         time = (self._origin or 0.0) + self._tau_latest
-        return replace(estimate, drift=drift_of(estimate, profile, statistics, time))
+        last = self._with_uncertainty
+        if not uncertainty and last is not None and self.config.method == "lmi_sdp":
+            x = self._sdp.solve_parameters(statistics)
+            drift = None if profile is None else BiasDrift(
+                drift_rate(x, profile), last.drift.std, time)
+            estimate = last.carried_to(x, statistics.samples, drift)
+            require_consistent(estimate)
+            return estimate
+        estimate = self._solve(statistics)
+        if profile is not None:
+            estimate = replace(estimate, drift=drift_of(estimate, profile, statistics, time))
+        self._with_uncertainty = estimate
+        return estimate
 
     def solved_statistics(self) -> SufficientStatistics:
         """The statistics of ``[pi; offset]`` the solvers see: corrected for the rows'

@@ -13,6 +13,8 @@ arrays of :meth:`OnlineEstimator.add`) and
    first sample at or after each due solve, so what is decided does not depend on how the
    batches were cut); at least :data:`SLOW_SOLVE_PERIOD` apart while a solve costs
    milliseconds; and after :data:`IDLE_PERIOD` without a solve when asked (:meth:`idle`);
+   the uncertainty (covariance, std, verdicts) at most every :data:`UNCERTAINTY_PERIOD`,
+   the solves between re-solving the parameters only;
 4. keeps the last estimate when a solve fails, whatever the failure, and names it
    (:attr:`failure`);
 5. while the gatherer chooses its filter from the data (its first ``decision_time``
@@ -46,6 +48,12 @@ SLOW_SOLVE_PERIOD = 0.1
 """s between solves at least while they cost milliseconds (cvxpy before the dedicated solver
 is ready, the manifold method): at every 200 Hz batch an LMI-active cvxpy solve would take
 most of a core."""
+UNCERTAINTY_PERIOD = 0.1
+"""s at least between two whole estimates (parameters and uncertainty) on the stage's clock;
+the solves between re-solve the parameters and carry the last uncertainty
+(:meth:`~inertial_id.core.estimation.payload.PayloadIdentifier.estimate`): the
+covariance, the std derived from it and the verdicts cost most of a solve, and at the batch
+rate (up to 200 a second) they would be refreshed far faster than they can change."""
 IDLE_PERIOD = 1.0
 """s without a solve after which :meth:`EstimationStage.idle` solves (and the node publishes)
 again: a saved payload before data, a held one after."""
@@ -78,11 +86,12 @@ class EstimationStage:
 
     ``solve_period``: s between solves on the clock the caller passes to :meth:`add` (or of
     sample time). ``compensation``: what the driver subtracts (a new one with the
-    estimator's sign when None).
+    estimator's sign when None). ``uncertainty_period``: s between whole estimates.
     """
 
     def __init__(self, online: OnlineEstimator, solve_period: float,
-                 compensation: DriverCompensation | None = None) -> None:
+                 compensation: DriverCompensation | None = None,
+                 uncertainty_period: float = UNCERTAINTY_PERIOD) -> None:
         if not solve_period > 0.0:
             raise InertialIdError(f"solve period must be > 0 s, got {solve_period}")
         self.online = online
@@ -98,6 +107,9 @@ class EstimationStage:
         self.failures: list[str] = []
         """Every failed solve's message, in order."""
         self.last_solve = -np.inf  # clock s
+        self.uncertainty_period = float(uncertainty_period)
+        """s at least between whole estimates (:data:`UNCERTAINTY_PERIOD`; 0: every one)."""
+        self.last_uncertainty = -np.inf  # clock s: the last whole estimate's solve
         self._next_due: float | None = None  # sample s, on sample time
         self.provisional: EstimationStage | None = None
         """The stage of the gatherer's provisional samples (module docstring), until this
@@ -169,7 +181,8 @@ class EstimationStage:
         if self.provisional is None:
             self.provisional = EstimationStage(OnlineEstimator(self.online.config),
                                                self.solve_period,
-                                               copy.deepcopy(self.compensation))
+                                               copy.deepcopy(self.compensation),
+                                               self.uncertainty_period)
         return self.provisional.add(samples, now)
 
     def _step(self, samples: Mapping[str, Any], out: StageResult) -> bool:
@@ -231,9 +244,12 @@ class EstimationStage:
         """Solve now (``now``: the clock value it stands for); any failure keeps the last
         estimate and is named in :attr:`failure`."""
         self.last_solve = now
+        whole = now - self.last_uncertainty >= self.uncertainty_period
         try:
-            self.online.solve()
+            self.online.solve(uncertainty=whole)
             self.failure = ""
+            if whole:
+                self.last_uncertainty = now
         except InertialIdError as exc:
             self._failed(f"solve failed, keeping last: {exc}")
         except (KeyboardInterrupt, SystemExit):

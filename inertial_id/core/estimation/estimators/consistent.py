@@ -222,6 +222,14 @@ class ConsistentEstimator:
         the same linear-solve shortcut (``interior_shortcut``). ``last_solve`` says which
         path ran: ``interior``, ``dedicated`` or ``sdp``.
         """
+        estimate = make_estimate(stats, self.solve_parameters(stats), self.method,
+                                 self.known_offset is not None)
+        require_consistent(estimate)
+        return estimate
+
+    def solve_parameters(self, stats: SufficientStatistics) -> NDArray[np.float64]:
+        """``x = [pi; offset]`` of :meth:`solve`, without its uncertainty (raises
+        :class:`SolverError` when no solution is found)."""
         require_rows(stats)
         if not (np.isfinite(stats.information).all() and np.isfinite(stats.moment).all()):
             raise SolverError("the sufficient statistics are not finite (noise std so small "
@@ -235,13 +243,7 @@ class ConsistentEstimator:
                 x_scaled = self._solve_sdp()
                 self.last_solve = "sdp"
             x = scale * x_scaled
-        estimate = make_estimate(stats, x, self.method, self.known_offset is not None)
-        if not estimate.physically_consistent:
-            raise SolverError(
-                "SDP solution is not physically consistent "
-                f"(min eigenvalue of J = {estimate.min_eigenvalue:.3g})"
-            )
-        return estimate
+        return x
 
     def _normal_equations(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``H`` and ``g`` of the scaled Euclidean objective ``1/2 x^T H x - g^T x`` (data
@@ -344,3 +346,10 @@ class ConsistentEstimator:
             if not inside.all():
                 return False
         return True
+
+
+def require_consistent(estimate: Estimate) -> None:
+    """Raise :class:`SolverError` unless ``J(pi)`` of ``estimate`` is positive definite."""
+    if not estimate.physically_consistent:
+        raise SolverError("SDP solution is not physically consistent "
+                          f"(min eigenvalue of J = {estimate.min_eigenvalue:.3g})")
