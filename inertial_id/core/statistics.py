@@ -31,7 +31,6 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
 
 from inertial_id.core.covariance import (
@@ -41,6 +40,7 @@ from inertial_id.core.covariance import (
     RecursiveBlockScores,
 )
 from inertial_id.core.errors import SampleError
+from inertial_id.core.linalg import generalized_eigh
 
 MAX_NOISE_SHARE = 0.8
 """Largest share of the information in any direction that the rows' noise may remove
@@ -265,7 +265,7 @@ class SufficientStatistics:
             return self
         h = self.information
         jitter = 1e-12 * max(float(np.max(np.diag(h))), 1e-300)
-        shares, vectors = scipy.linalg.eigh(noise, h + jitter * np.eye(self.n_unknowns))
+        shares, vectors = generalized_eigh(noise, h + jitter * np.eye(self.n_unknowns))
         capped = np.clip(shares, 0.0, MAX_NOISE_SHARE)
         if not np.array_equal(capped, shares):  # N = H V diag(s) V^T H with V^T H V = I
             hv = h @ vectors

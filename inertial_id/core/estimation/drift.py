@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from inertial_id.core.covariance import MappedScores, std_from_covariance
 from inertial_id.core.estimate import N_PI, N_UNKNOWNS, BiasDrift, Estimate
+from inertial_id.core.linalg import hermitian_pinv
 from inertial_id.core.regressor import GRAM_SIZE, GRAM_WRENCH, BatchNormalEquations
 from inertial_id.core.statistics import SufficientStatistics
 
@@ -78,7 +79,7 @@ def profile_drift(stats: SufficientStatistics, tau_now: float
     shift[N_PI:N_UNKNOWNS, DRIFT] = -tau_now * np.eye(N_DRIFT)
     h = shift.T @ stats.information @ shift
     g = shift.T @ stats.moment
-    h_dd_inverse = np.linalg.pinv(h[DRIFT, DRIFT], hermitian=True)
+    h_dd_inverse = hermitian_pinv(h[DRIFT, DRIFT])
     h_xd = h[:N_UNKNOWNS, DRIFT]
     gain = h_xd @ h_dd_inverse
     out = SufficientStatistics(N_UNKNOWNS)
@@ -113,7 +114,7 @@ def drift_of(estimate: Estimate, profile: Profile, stats: SufficientStatistics,
     rate = drift_rate(x, profile)
     covariance = np.asarray(estimate.covariance)
     sigma2 = stats.residual(x) / max(stats.rows - N_WITH_DRIFT, 1.0)
-    classical = sigma2 * np.diag(np.linalg.pinv(stats.information, hermitian=True))[N_PI:]
+    classical = sigma2 * np.diag(hermitian_pinv(stats.information))[N_PI:]
     reported = np.diag(covariance)[N_PI:]
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = reported / classical
