@@ -130,8 +130,7 @@ class Estimate:
         covariance, condition number and the std derived from them (of the CoM and of the
         inertia about it, as computed at this estimate's parameters). For a solve between
         two refreshes of the uncertainty (:data:`~inertial_id.core.estimation.stage.
-        UNCERTAINTY_PERIOD`): what the last refresh said, which data since can only have
-        narrowed."""
+        UNCERTAINTY_PERIOD`): what the last refresh said, at most that period old."""
         x = np.asarray(x, dtype=float)
         carried = replace(self, body=BodyParameters.from_pi(x[:N_PI]),
                           offset=x[N_PI:].copy(), samples=samples, drift=drift)
