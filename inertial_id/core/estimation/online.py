@@ -102,9 +102,7 @@ class OnlineEstimator(AnomalyResolution):
         self.setup_problems: list[SetupProblem] = []
         self._setup_checked = (0, False)  # the set-up check's samples at its last run, and
         # whether an estimate existed then
-        # (the estimate's covariance, the configuration) and their verdicts
-        self._verdicts: tuple[tuple[NDArray[np.float64] | None, OnlineConfig],
-                              Verdicts] | None = None
+        self._verdicts: tuple[tuple[Estimate | None, OnlineConfig], Verdicts] | None = None
         self.received = self.used = 0
         self.filter_span = 0.0
         """s before a sample's stamp that its filtered wrench averages over (the gatherer's
@@ -150,11 +148,9 @@ class OnlineEstimator(AnomalyResolution):
 
     @property
     def verdicts(self) -> Verdicts:
-        """Per group: converged (:func:`verdicts`); computed once per uncertainty (the
-        estimate's covariance: the estimates that carry another's, :meth:`solve`, share its
-        verdicts) and configuration (it is asked for every batch until the monitor has
-        trained)."""
-        key = (None if self.estimate is None else self.estimate.covariance, self.config)
+        """Per group: converged (:func:`verdicts`); computed once per estimate and
+        configuration (it is asked for every batch until the monitor has trained)."""
+        key = (self.estimate, self.config)
         cached = self._verdicts
         if cached is None or cached[0][0] is not key[0] or cached[0][1] is not key[1]:
             cached = self._verdicts = (key, verdicts(self.estimate, self.config))
@@ -398,6 +394,7 @@ class OnlineEstimator(AnomalyResolution):
             return self.estimate
         if self.identifier.statistics.samples < self.config.min_samples:
             return self.estimate
+        previous = self.estimate
         estimate = self.identifier.estimate(uncertainty)
         if not estimate.physically_consistent and self.config.payload.method == "lmi_sdp":
             raise SolverError("estimate is not physically consistent")
@@ -406,6 +403,10 @@ class OnlineEstimator(AnomalyResolution):
             # offset would be a placeholder, not an estimate. Keep the tared one.
             return self.estimate
         self.estimate, self.from_data = estimate, True
+        cached = self._verdicts
+        if (cached is not None and cached[0][0] is previous and cached[0][1] is self.config
+                and estimate.covariance is previous.covariance):  # the same uncertainty
+            self._verdicts = ((estimate, self.config), cached[1])
         return estimate
 
     def _check_setup(self) -> None:
