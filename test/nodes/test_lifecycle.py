@@ -69,6 +69,8 @@ class Manager(Node):
 def test_the_managed_pipeline_follows_the_lifecycle() -> None:
     context = rclpy.Context()
     rclpy.init(context=context)
+    built: list[Node] = []
+    executor = None
     try:
         urdf = [Parameter("urdf_path", value=bundled_urdf_path())]
         nodes = {
@@ -81,7 +83,8 @@ def test_the_managed_pipeline_follows_the_lifecycle() -> None:
         simulator = Simulator(context=context, parameter_overrides=[
             Parameter("wrench_rate", value=500.0), Parameter("joint_state_rate", value=250.0)])
         manager = Manager(context, executor)
-        for node in (*nodes.values(), simulator, manager):
+        built.extend((*nodes.values(), simulator, manager))
+        for node in built:
             executor.add_node(node)
         solver = nodes["solver"]
 
@@ -111,9 +114,12 @@ def test_the_managed_pipeline_follows_the_lifecycle() -> None:
         # activate again: it goes on from what it had
         assert manager.transition("solver", Transition.TRANSITION_ACTIVATE)
         # (an estimate alone may be the 1 Hz repeat without data: wait for new samples too)
+        received = solver.online.received
         manager.spin(30.0, until=lambda: len(manager.estimates) > count
                      and solver.online.used > used)
-        assert len(manager.estimates) > count and solver.online.used > used
+        assert len(manager.estimates) > count and solver.online.used > used, (
+            f"after activation: {solver.online.received - received} samples received, "
+            f"ledger {solver.stage.ledger()}")
 
         # deactivate and clean up: back to unconfigured with nothing left of the build
         assert manager.transition("solver", Transition.TRANSITION_DEACTIVATE)
@@ -125,10 +131,13 @@ def test_the_managed_pipeline_follows_the_lifecycle() -> None:
         # ... and configure again works (a new estimator: the old data are gone)
         assert manager.transition("solver", Transition.TRANSITION_CONFIGURE)
         assert solver.online.received == 0
-        executor.shutdown()
-        for node in (*nodes.values(), simulator, manager):
-            node.destroy_node()  # not left in the graph for the next test's discovery
     finally:
+        # Also after a failure: a simulator left alive (the failure's traceback holds it)
+        # would serve its latched ground truth to a later test in this domain.
+        if executor is not None:
+            executor.shutdown()
+        for node in built:
+            node.destroy_node()  # not left in the graph for the next test's discovery
         rclpy.shutdown(context=context)
 
 
