@@ -8,10 +8,11 @@ from hypothesis import strategies as st
 
 import inertial_id.core.kinematics as kinematics
 from inertial_id.core.chain import FixedAxisChain, unit_phasors
-from inertial_id.core.kinematics import SensorKinematics
+from inertial_id.core.kinematics import CHAIN_JACOBIANS_FROM, CHAIN_MOTION_FROM, SensorKinematics
 from inertial_id.core.simulation import BUNDLED_SENSOR_FRAME, bundled_urdf_path
 
 TOLERANCE = 1e-10
+ROUNDING = 1e-13  # a few units in the last place of the values here (|x| < 100)
 LIMIT = '<limit lower="-3" upper="3" effort="10" velocity="5"/>'
 
 
@@ -62,16 +63,18 @@ def random_states(seed, n, nv, spread=2.0):
 
 
 def assert_paths_agree(kin, q, qd, qdd):
-    """The public (batched) results equal pinocchio's per-sample loop."""
+    """The vectorised chain's results, and the public ones (either path, by the batch's
+    size), equal pinocchio's per-sample loop."""
     assert kin.batched
-    twist, proper = kin.compute(q, qd, qdd)
     loop_twist, loop_proper = kin._compute_loop(q, qd, qdd)
-    assert twist.shape == proper.shape == (len(q), 6)
-    np.testing.assert_allclose(twist, loop_twist, rtol=0, atol=TOLERANCE)
-    np.testing.assert_allclose(proper, loop_proper, rtol=0, atol=TOLERANCE)
-    jacobians = kin.jacobians(q)
-    assert jacobians.shape == (len(q), 6, kin.nv)
-    np.testing.assert_allclose(jacobians, kin._jacobians_loop(q), rtol=0, atol=TOLERANCE)
+    loop_jacobians = kin._jacobians_loop(q)
+    for twist, proper in (kin._chain.motion(q, qd, qdd, kin.gravity), kin.compute(q, qd, qdd)):
+        assert twist.shape == proper.shape == (len(q), 6)
+        np.testing.assert_allclose(twist, loop_twist, rtol=0, atol=TOLERANCE)
+        np.testing.assert_allclose(proper, loop_proper, rtol=0, atol=TOLERANCE)
+    for jacobians in (kin._chain.jacobians(q), kin.jacobians(q)):
+        assert jacobians.shape == (len(q), 6, kin.nv)
+        np.testing.assert_allclose(jacobians, loop_jacobians, rtol=0, atol=TOLERANCE)
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +95,13 @@ def test_the_mixed_urdf_has_the_joint_types_it_is_meant_to_test(mixed):
 @pytest.mark.parametrize("seed", range(3))
 def test_bundled_arm_batched_equals_loop(arm, seed):
     assert_paths_agree(arm, *random_states(seed, 50, arm.nv))
+
+
+@pytest.mark.parametrize("n", [1, 3, CHAIN_MOTION_FROM - 1, CHAIN_MOTION_FROM,
+                               CHAIN_JACOBIANS_FROM - 1, CHAIN_JACOBIANS_FROM])
+def test_both_paths_agree_at_every_batch_size(arm, n):
+    # The public calls take pinocchio's loop for a few samples and the chain for many.
+    assert_paths_agree(arm, *random_states(n, n, arm.nv))
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -175,7 +185,8 @@ def test_single_sample_shapes(arm, mixed):
 
 
 def test_a_sample_does_not_depend_on_its_batch(arm):
-    # Streamed (online) and whole-recording (offline) runs cut the samples differently.
+    # Streamed (online) and whole-recording (offline) runs cut the samples differently, and
+    # the batch's size picks the path (loop or chain): the values agree to rounding.
     q, qd, qdd = random_states(9, 40, arm.nv)
     twist, proper = arm.compute(q, qd, qdd)
     jacobians = arm.jacobians(q)
@@ -183,9 +194,10 @@ def test_a_sample_does_not_depend_on_its_batch(arm):
         for start in range(0, 40, size):
             part = slice(start, start + size)
             got_twist, got_proper = arm.compute(q[part], qd[part], qdd[part])
-            np.testing.assert_array_equal(got_twist, twist[part])
-            np.testing.assert_array_equal(got_proper, proper[part])
-            np.testing.assert_array_equal(arm.jacobians(q[part]), jacobians[part])
+            np.testing.assert_allclose(got_twist, twist[part], rtol=0, atol=ROUNDING)
+            np.testing.assert_allclose(got_proper, proper[part], rtol=0, atol=ROUNDING)
+            np.testing.assert_allclose(arm.jacobians(q[part]), jacobians[part], rtol=0,
+                                       atol=ROUNDING)
 
 
 # ---------------------------------------------------------------------------------------------
