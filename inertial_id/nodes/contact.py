@@ -1,6 +1,7 @@
 """Publishing the contact monitor's output: ``~/contact`` (inertial_id/ContactAnomaly) and
 ``~/external_wrench`` (geometry_msgs/WrenchStamped), every ``decimation``-th sample and at
-every contact change. Shared by the F/T payload mode and ``payload_from_torques``."""
+every contact change, each built only while someone subscribes to it. Shared by the F/T
+payload mode and ``payload_from_torques``."""
 
 from __future__ import annotations
 
@@ -38,12 +39,19 @@ class ContactPublisher:
         due.update(range(first, n, self.decimation))
         self._since = (self._since + n) % self.decimation
         self._was_in_contact = bool(contact[-1])
+        contact_read = self.contact_pub.get_subscription_count() > 0
+        external_read = self.external_pub.get_subscription_count() > 0
+        if not (contact_read or external_read):
+            return
         trained = bool(np.isfinite(threshold))
         for k in sorted(due):
             header = Header(stamp=to_stamp(float(times[k])), frame_id=frame_id)
             residual = array_to_wrench(wrench[k])
-            self.guard.publish(self.contact_pub, ContactAnomaly(
-                header=header, monitor_trained=trained, t2=float(t2[k]),
-                threshold=float(threshold) if trained else 0.0, confidence=confidence,
-                contact=bool(contact[k]), residual=residual))
-            self.guard.publish(self.external_pub, WrenchStamped(header=header, wrench=residual))
+            if contact_read:
+                self.guard.publish(self.contact_pub, ContactAnomaly(
+                    header=header, monitor_trained=trained, t2=float(t2[k]),
+                    threshold=float(threshold) if trained else 0.0, confidence=confidence,
+                    contact=bool(contact[k]), residual=residual))
+            if external_read:
+                self.guard.publish(self.external_pub,
+                                   WrenchStamped(header=header, wrench=residual))

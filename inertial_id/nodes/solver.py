@@ -309,14 +309,15 @@ class Solver(PipelineNode):
         if estimate is None or not estimate.physically_consistent:
             return
         guard = self.contacts.guard  # one count of what was withheld, on every topic
-        guard.publish(self.parameters_pub, estimate_to_msg(estimate, header, current.verdicts,
-                                                           current.setup_error))
-        guard.publish(self.inertia_pub, body_to_inertia_stamped(estimate.body, header))
+        guard.publish_read(self.parameters_pub, lambda: estimate_to_msg(
+            estimate, header, current.verdicts, current.setup_error))
+        guard.publish_read(self.inertia_pub,
+                           lambda: body_to_inertia_stamped(estimate.body, header))
         if now - self.last_markers >= MARKER_PERIOD:
             self.last_markers = now
             shown = current.converged and not current.in_contact
-            guard.publish(self.markers_pub, estimate_to_markers(estimate, header, shown))
-            self._markers_drawn = True
+            self._markers_drawn |= guard.publish_read(
+                self.markers_pub, lambda: estimate_to_markers(estimate, header, shown))
 
     def _status(self) -> tuple[bytes, str]:
         online = self.stage.current
