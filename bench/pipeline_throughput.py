@@ -18,6 +18,9 @@ it reports:
   samples) and the gatherer's batching period;
 - CPU of each process (``/proc/<pid>/stat`` utime + stime over the run; 100 % = one core).
 
+The probe also subscribes to ``/solver/parameters``, as a controller taking the payload would:
+the solver builds each output only while someone reads it.
+
 Then, in this process and without ROS, the core's cost per sample on 1 kHz data in 20-sample
 batches (the gatherer's default 50 Hz): ``Gathering`` add + pop, ``SensorKinematics.compute``,
 ``OnlineEstimator.add`` (regressor, accumulation, contact gating) and one SDP solve.
@@ -306,7 +309,9 @@ def _result(process: Process) -> dict[str, Any]:
 
 
 class Probe:
-    """Reads ``/diagnostics`` and the stamps of the batches between the nodes."""
+    """Reads ``/diagnostics`` and the stamps of the batches between the nodes, and reads the
+    solver's estimates as a controller taking the payload would (serialised, counted only:
+    the solver builds what it publishes only while someone reads it)."""
 
     def __init__(self, stage_latency: bool, domain_id: int) -> None:
         import rclpy
@@ -326,6 +331,11 @@ class Probe:
         self.stage: dict[str, deque[float]] = {"gatherer_output": deque(maxlen=SOLVER_WINDOW),
                                                "kinematics_output": deque(maxlen=SOLVER_WINDOW)}
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._diagnostics, 100)
+        from inertial_id.msg import InertialParameters
+
+        self.estimates = 0
+        self.node.create_subscription(InertialParameters, "/solver/parameters",
+                                      self._estimate, 10, raw=True)
         if stage_latency:
             from inertial_id.msg import JointSamples, SensorSamples
 
@@ -333,6 +343,9 @@ class Probe:
                                           self._stamps("gatherer_output"), pipeline_qos())
             self.node.create_subscription(SensorSamples, "sensor_samples",
                                           self._stamps("kinematics_output"), pipeline_qos())
+
+    def _estimate(self, raw: bytes) -> None:
+        self.estimates += 1
 
     def _diagnostics(self, msg: Any) -> None:
         for status in msg.status:
