@@ -136,10 +136,13 @@ class DriverCompensation:
                 end = start + PENDING_LIMIT
                 self._hold = (start, end)
             keep = (times < start) | (times >= end)
-        self.dropped += int(times.size - np.count_nonzero(keep))
+        kept = int(np.count_nonzero(keep))
+        self.dropped += int(times.size - kept)
+        if len(self._starts) == 1 and kept == times.size:
+            return samples  # nothing held, nothing to restore: the batch as it came
         out = {k: (v[keep] if isinstance(v, np.ndarray) and v.shape[:1] == times.shape else v)
                for k, v in samples.items()}
-        if len(self._starts) == 1 or not np.any(keep):
+        if len(self._starts) == 1 or not kept:
             return out
         index = np.searchsorted(self._starts, out["times"], side="right") - 1
         added = np.zeros((index.size, 6))
