@@ -38,3 +38,16 @@ def generalized_eigh(a: NDArray[np.float64], b: NDArray[np.float64]
     inverse = np.linalg.inv(lower)
     w, u = np.linalg.eigh(inverse @ a @ inverse.T)
     return w, inverse.T @ u
+
+
+def inverse_trace_product(a: NDArray[np.float64], b: NDArray[np.float64]) -> float | None:
+    """``trace(b^-1 a)`` for symmetric ``a`` and positive definite ``b`` (n, n): the sum of
+    the generalised eigenvalues of ``a v = w b v`` (:func:`generalized_eigh`), from a
+    Cholesky factor and its inverse (``b^-1 = L^-T L^-1``); None when ``b`` is not
+    numerically positive definite."""
+    try:
+        lower = np.linalg.cholesky(b)
+    except np.linalg.LinAlgError:
+        return None
+    inverse = np.linalg.inv(lower)
+    return float(np.einsum("ij,ij->", inverse.T @ inverse, a))

@@ -40,7 +40,7 @@ from inertial_id.core.covariance import (
     RecursiveBlockScores,
 )
 from inertial_id.core.errors import SampleError
-from inertial_id.core.linalg import generalized_eigh
+from inertial_id.core.linalg import generalized_eigh, inverse_trace_product
 
 MAX_NOISE_SHARE = 0.8
 """Largest share of the information in any direction that the rows' noise may remove
@@ -265,11 +265,18 @@ class SufficientStatistics:
             return self
         h = self.information
         jitter = 1e-12 * max(float(np.max(np.diag(h))), 1e-300)
-        shares, vectors = generalized_eigh(noise, h + jitter * np.eye(self.n_unknowns))
-        capped = np.clip(shares, 0.0, MAX_NOISE_SHARE)
-        if not np.array_equal(capped, shares):  # N = H V diag(s) V^T H with V^T H V = I
-            hv = h @ vectors
-            noise = (hv * capped) @ hv.T
+        regular = h + jitter * np.eye(self.n_unknowns)
+        # N is a sum of positive semidefinite terms, so the shares are >= 0 but for rounding
+        # and their sum bounds the largest: when it is within the cap, no share is capped
+        # (nor any but rounding-small negative one) and N is removed whole, without the
+        # eigenproblem (four times the cost, at every solve).
+        total = inverse_trace_product(noise, regular)
+        if total is None or total > MAX_NOISE_SHARE:
+            shares, vectors = generalized_eigh(noise, regular)
+            capped = np.clip(shares, 0.0, MAX_NOISE_SHARE)
+            if not np.array_equal(capped, shares):  # N = H V diag(s) V^T H, V^T H V = I
+                hv = h @ vectors
+                noise = (hv * capped) @ hv.T
         out = SufficientStatistics(self.n_unknowns)
         out._accumulate(h - noise, self.moment, self.energy, self.rows,
                         self.samples, self._zero_noise)

@@ -1,5 +1,6 @@
 """The solver's small linear algebra (inertial_id.core.linalg) against the library calls it
-replaces: numpy's hermitian pseudo-inverse and scipy's generalised symmetric eigenproblem."""
+replaces: numpy's hermitian pseudo-inverse and scipy's generalised symmetric eigenproblem
+(its eigenvalues' sum too)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import scipy.linalg
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inertial_id.core.linalg import generalized_eigh, hermitian_pinv
+from inertial_id.core.linalg import generalized_eigh, hermitian_pinv, inverse_trace_product
 
 
 def _symmetric(seed: int, n: int, rank: int, scale: float, indefinite: bool
@@ -54,3 +55,23 @@ def test_generalized_eigh_falls_back_when_b_is_not_definite() -> None:
     b = np.diag([1.0, -1.0])  # scipy then raises, as it always did
     with pytest.raises(np.linalg.LinAlgError):
         generalized_eigh(a, b)
+
+
+@given(seed=st.integers(0, 2**16), n=st.integers(1, 22), rank=st.integers(0, 22),
+       conditioning=st.sampled_from([1.0, 1e3, 1e8]), indefinite=st.booleans())
+def test_inverse_trace_product_is_the_generalised_eigenvalues_sum(
+        seed: int, n: int, rank: int, conditioning: float, indefinite: bool) -> None:
+    rng = np.random.default_rng(seed)
+    a = _symmetric(seed, n, min(rank, n), 1.0, indefinite)
+    q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    b = (q * np.geomspace(1.0, 1.0 / conditioning, n)) @ q.T
+    b = 0.5 * (b + b.T)
+    w_ref = scipy.linalg.eigh(a, b, eigvals_only=True)
+    got = inverse_trace_product(a, b)
+    assert got is not None
+    assert got == pytest.approx(w_ref.sum(), rel=1e-6, abs=1e-9 * max(abs(w_ref).max(), 1.0))
+
+
+def test_inverse_trace_product_is_none_when_b_is_not_definite() -> None:
+    assert inverse_trace_product(np.eye(2), np.diag([1.0, -1.0])) is None
+    assert inverse_trace_product(np.eye(2), np.zeros((2, 2))) is None
