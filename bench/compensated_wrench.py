@@ -15,7 +15,11 @@ converged, in this order:
   p99; through this Python process's executor, whose own queue is in it; with ``--raw`` the
   raw ``/wrench``'s too, which doubles this process's load);
 - the RMS of each axis of the compensated wrench over the simulated sensor's noise std over
-  the ``on`` phase (nothing touches the tool).
+  the ``on`` phase (nothing touches the tool);
+- the baseline (unless ``--no-baseline``): through the ``on`` phase, ``bench/republisher.py``
+  runs beside the pipeline, a process that only decodes each ``/wrench`` and publishes it
+  again (subscribed to here too), and reports the same in-node latency. What the two share is
+  the machine's: the middleware's publish and the scheduler on a loaded machine.
 
     python bench/compensated_wrench.py                 # 6 s phases
     python bench/compensated_wrench.py --phase 5 --json out.json
@@ -87,6 +91,7 @@ class Probe:
             self.node.create_subscription(WrenchStamped, "/wrench", self._raw, sensor_qos(1000))
         self.qos, self.type = sensor_qos(1000), WrenchStamped
         self.subscription: Any = None
+        self.republished = 0
 
     def _estimate(self, msg: Any) -> None:
         self.last = msg
@@ -103,9 +108,15 @@ class Probe:
     def _compensated(self, msg: Any) -> None:
         self.compensated.append((time.time() - _stamp(msg), _wrench(msg)))
 
-    def subscribe(self) -> None:
+    def subscribe(self, baseline: bool) -> None:
         self.subscription = self.node.create_subscription(
             self.type, "/gatherer/compensated_wrench", self._compensated, self.qos)
+        if baseline:
+            self.node.create_subscription(self.type, "/republished_wrench",
+                                          self._republished, self.qos, raw=True)
+
+    def _republished(self, raw: bytes) -> None:
+        self.republished += 1
 
     def spin(self, seconds: float, until: Any = lambda: False) -> bool:
         return spin_until(self.executor, seconds, until)
@@ -124,7 +135,16 @@ def _cpu(pid: int, probe: Probe, seconds: float) -> float:
     return round(100.0 * (cpu_seconds(pid) - before) / (time.monotonic() - t0), 1)
 
 
-def run(phase: float, env: dict[str, str], raw: bool = False) -> dict[str, Any]:
+def _baseline(process: subprocess.Popen[bytes]) -> dict[str, Any]:
+    """Stop the republisher; its latencies (module docstring)."""
+    _stop(process)
+    assert process.stdout is not None
+    lines = process.stdout.read().decode().strip().splitlines()
+    return json.loads(lines[-1]) if lines else {}
+
+
+def run(phase: float, env: dict[str, str], raw: bool = False,
+        baseline: bool = True) -> dict[str, Any]:
     """One run (module docstring)."""
     from inertial_id.core.simulation import bundled_urdf_path
 
@@ -148,11 +168,18 @@ def run(phase: float, env: dict[str, str], raw: bool = False) -> dict[str, Any]:
         pid = started["gatherer"].pid
         probe.spin(2.0)
         off = _cpu(pid, probe, phase)
-        probe.subscribe()
+        if baseline:  # its first second (the spin below) left out of its latencies
+            started["republisher"] = subprocess.Popen(
+                [sys.executable, str(ROOT / "bench" / "republisher.py"), "--skip", "1000"],
+                env=env, stdout=subprocess.PIPE, stderr=open(logdir / "republisher", "wb"))  # noqa: SIM115
+        probe.subscribe(baseline)
+        if baseline and not probe.spin(20.0, lambda: probe.republished > 0):
+            raise RuntimeError(f"the republisher sent nothing in 20 s (log in {logdir})")
         probe.spin(1.0)
         probe.compensated.clear()
         probe.raw.clear()
         on = _cpu(pid, probe, phase)
+        republished = _baseline(started.pop("republisher")) if baseline else None
         quiet = np.array([v for _, v in probe.compensated])
         delays = {"raw": list(probe.raw), "compensated": [d for d, _ in probe.compensated]}
         probe.spin(1.5)  # the diagnostics after the phase
@@ -170,6 +197,7 @@ def run(phase: float, env: dict[str, str], raw: bool = False) -> dict[str, Any]:
                        for k, q in (("p50", 50), ("p99", 99))}
                 for name, values in delays.items() if values},
             "compensated_per_second": round(len(quiet) / phase, 1),
+            "baseline_in_node_latency_ms": republished,
             "rms_over_noise": [round(float(r), 3) for r in ratio],
             "load": [round(x, 2) for x in os.getloadavg()]}
 
@@ -182,12 +210,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--raw", action="store_true",
                         help="also subscribe to the raw /wrench here, for its stamp-to-arrival "
                         "(doubles this process's load on the machine)")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="without the republisher beside the pipeline (module docstring)")
     parser.add_argument("--json", type=Path, help="write the result here")
     args = parser.parse_args(argv)
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
                ROS_DOMAIN_ID=str(free_domain(60)))
     os.environ.update(env)  # this process's probe too
-    result = run(args.phase, env, raw=args.raw)
+    result = run(args.phase, env, raw=args.raw, baseline=not args.no_baseline)
     print(json.dumps(result, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
