@@ -136,6 +136,8 @@ class SensorKinematics:
         """pinocchio configuration(s) from joint positions, (nv,) -> (nq,) or (N, nv) ->
         (N, nq); continuous joints become (cos, sin)."""
         theta = np.asarray(positions, dtype=float)
+        if self._plain:  # no continuous joint: the configuration is the positions
+            return theta
         q = np.empty(theta.shape[:-1] + (self.model.nq,))
         bounded = ~self._unbounded
         q[..., self._idx_q[bounded]] = theta[..., bounded]
