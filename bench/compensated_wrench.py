@@ -12,8 +12,10 @@ converged, in this order:
   gatherer's ``/diagnostics``, the latency from the wrench's callback to the compensated
   wrench's publication (p50, p99; the last 2000), and here, from the wrench's stamp (the
   simulator stamps at publication, system clock) to the compensated wrench's arrival (p50,
-  p99; through this Python process's executor, whose own queue is in it; with ``--raw`` the
-  raw ``/wrench``'s too, which doubles this process's load);
+  p99; through this Python process's executor, whose own queue is in it; it takes the
+  messages serialised and decodes them as the nodes do, with their executor, so that its own
+  load on the machine stays small; with ``--raw`` the raw ``/wrench``'s too, which doubles
+  this process's load);
 - the RMS of each axis of the compensated wrench over the simulated sensor's noise std over
   the ``on`` phase (nothing touches the tool);
 - the baseline (unless ``--no-baseline``): through the ``on`` phase, ``bench/republisher.py``
@@ -56,11 +58,6 @@ def _stamp(msg: Any) -> float:
     return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
 
-def _wrench(msg: Any) -> list[float]:
-    f, t = msg.wrench.force, msg.wrench.torque
-    return [f.x, f.y, f.z, t.x, t.y, t.z]
-
-
 class Probe:
     """Estimates, the gatherer's diagnostics, raw and compensated wrenches (arrival times)."""
 
@@ -68,16 +65,18 @@ class Probe:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from geometry_msgs.msg import WrenchStamped
-        from rclpy.executors import SingleThreadedExecutor
         from rclpy.node import Node
 
+        from inertial_id.io.cdr import CdrDecoder
         from inertial_id.msg import InertialParameters
-        from inertial_id.nodes.common import sensor_qos
+        from inertial_id.nodes.common import make_executor, sensor_qos
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = Node("compensated_wrench_probe", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
+        # The nodes' executor and decoder: the probe's own load is part of the machine's.
+        self.executor = make_executor(self.context)
+        self.decoder = CdrDecoder()
         self.executor.add_node(self.node)
         self.converged = False
         self.gatherer: dict[str, str] = {}
@@ -105,12 +104,15 @@ class Probe:
     def _raw(self, msg: Any) -> None:
         self.raw.append(time.time() - _stamp(msg))
 
-    def _compensated(self, msg: Any) -> None:
-        self.compensated.append((time.time() - _stamp(msg), _wrench(msg)))
+    def _compensated(self, raw: bytes) -> None:
+        from inertial_id.nodes.conversions import wrench_from_bytes
+
+        msg = wrench_from_bytes(raw, self.decoder)
+        self.compensated.append((time.time() - msg.stamp, msg.wrench.tolist()))
 
     def subscribe(self, baseline: bool) -> None:
         self.subscription = self.node.create_subscription(
-            self.type, "/gatherer/compensated_wrench", self._compensated, self.qos)
+            self.type, "/gatherer/compensated_wrench", self._compensated, self.qos, raw=True)
         if baseline:
             self.node.create_subscription(self.type, "/republished_wrench",
                                           self._republished, self.qos, raw=True)
@@ -124,6 +126,7 @@ class Probe:
     def close(self) -> None:
         import rclpy
 
+        self.executor.shutdown(timeout_sec=1.0)
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)
 
