@@ -12,12 +12,19 @@ the largest principal moment) held for good, as ``bench/first_estimate.py`` time
 here nothing of discovery, scheduling or CPU is in them. ``--trace`` prints the estimate
 every 50 ms until 2 s.
 
+``--cost`` also times each part of that path from 6 s of motion on (after the filter's
+choice, the steady state) and prints it as the share of one core it would take at real
+time: the gatherer's buffering of each message and its batch's filter, the kinematics stage
+and the estimation stage (``time.perf_counter`` around each call; ROS not included).
+
     python bench/first_seconds.py --seeds 0,1,2
+    python bench/first_seconds.py --cost --duration 16
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +42,8 @@ from inertial_id.params.table import SIMULATOR_PARAMS
 
 ROOT = Path(__file__).resolve().parents[1]
 TICK = 0.005  # s: the simulator's publishing period, one batch each
+COST_FROM = 6.0  # s of motion from which --cost times the parts
+COST_PARTS = ("buffering", "filter", "kinematics", "estimation")
 MASS_TOLERANCE, COM_TOLERANCE, INERTIA_TOLERANCE = 0.01, 0.002, 0.10
 
 
@@ -57,9 +66,11 @@ def demo_simulation(seed: int) -> tuple[SensorKinematics, PayloadSimulation, Bod
     return kinematics, sim, truth
 
 
-def first_seconds(seed: int, duration: float = 6.0, trace: bool = False) -> dict[str, float]:
+def first_seconds(seed: int, duration: float = 6.0, trace: bool = False,
+                  cost: dict[str, float] | None = None) -> dict[str, float]:
     """s from the first sample to the first estimate, to mass and CoM and to the inertia
-    right and converged for good (nan: not within ``duration``)."""
+    right and converged for good (nan: not within ``duration``); ``cost``, when given, gets
+    each part's CPU time from :data:`COST_FROM` on (s, ``time.perf_counter``)."""
     kinematics, sim, truth = demo_simulation(seed)
     joint_t = np.arange(0.0, duration, 1.0 / 500.0)
     wrench_t = np.arange(0.0, duration, 1e-3)
@@ -73,27 +84,37 @@ def first_seconds(seed: int, duration: float = 6.0, trace: bool = False) -> dict
     since = {"first": np.nan, "mass_com": np.nan, "inertia": np.nan}
     j = 0
     largest = float(np.linalg.eigvalsh(truth.inertia_com)[-1])
+    marks = [0.0] * 5
     for k in range(0, wrench_t.size, 5):
         clock = wrench_t[k] + TICK
+        marks[0] = time.perf_counter()
         while j < joint_t.size and joint_t[j] < clock:
             gathering.add_joint_state(joint_t[j], names, q[j], qd[j])
             j += 1
         for i in range(k, min(k + 5, wrench_t.size)):
             gathering.add_wrench(wrench_t[i], w[i])
+        marks[1] = time.perf_counter()
         batch, choice, provisional = gathering.pop_ready(), gathering.choice, False
         if choice is None:
             batch, choice, provisional = (gathering.pop_provisional(),
                                           gathering.provisional_choice, True)
+        marks[2] = time.perf_counter()
         motion = motion_stage.run(batch) if len(batch) else None
+        marks[3] = marks[4] = time.perf_counter()
+        if motion is not None and motion.samples is not None:
+            b = motion.samples
+            result = stage.add({
+                "times": b.times, "twist": motion.twist,
+                "proper_acceleration": motion.proper_acceleration, "wrench": b.wrench,
+                "wrench_raw": b.wrench_raw, "acceleration_noise": b.acceleration_noise,
+                "filter_span": choice.past_span, "angular_products": b.angular_products},
+                clock, provisional)
+            marks[4] = time.perf_counter()
+        if cost is not None and wrench_t[k] >= COST_FROM:
+            for part, start, end in zip(COST_PARTS, marks, marks[1:], strict=False):
+                cost[part] = cost.get(part, 0.0) + end - start
         if motion is None or motion.samples is None:
             continue
-        b = motion.samples
-        result = stage.add({
-            "times": b.times, "twist": motion.twist,
-            "proper_acceleration": motion.proper_acceleration, "wrench": b.wrench,
-            "wrench_raw": b.wrench_raw, "acceleration_noise": b.acceleration_noise,
-            "filter_span": choice.past_span, "angular_products": b.angular_products},
-            clock, provisional)
         current = stage.current
         estimate = current.estimate
         if not result.solved or estimate is None:
@@ -127,13 +148,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0", help="comma separated noise seeds (default 0)")
     parser.add_argument("--duration", type=float, default=6.0, help="s of motion (default 6)")
     parser.add_argument("--trace", action="store_true", help="the estimate every 50 ms to 2 s")
+    parser.add_argument("--cost", action="store_true",
+                        help=f"also each part's share of a core from {COST_FROM:g} s on")
     args = parser.parse_args(argv)
     sdp.warm_up()
-    print("seed  first s  mass+CoM s  inertia s")
+    print("seed  first s  mass+CoM s  inertia s" + "".join(
+        f"  {part} %" for part in COST_PARTS) * args.cost + "  total %" * args.cost)
     for seed in (int(s) for s in args.seeds.split(",")):
-        since = first_seconds(seed, args.duration, args.trace)
-        print(f"{seed:4d}  {since['first']:7.3f}  {since['mass_com']:10.3f}  "
-              f"{since['inertia']:9.3f}")
+        cost: dict[str, float] | None = {} if args.cost else None
+        since = first_seconds(seed, args.duration, args.trace, cost)
+        line = (f"{seed:4d}  {since['first']:7.3f}  {since['mass_com']:10.3f}  "
+                f"{since['inertia']:9.3f}")
+        if cost is not None:
+            span = max(args.duration - COST_FROM, 1e-9)
+            shares = [100.0 * cost.get(part, 0.0) / span for part in COST_PARTS]
+            line += "".join(f"  {x:{len(p) + 2}.1f}" for p, x in zip(COST_PARTS, shares,
+                                                                      strict=True))
+            line += f"  {sum(shares):7.1f}"
+        print(line)
     return 0
 
 
