@@ -228,14 +228,16 @@ def test_reordered_joints_give_the_same_estimate(data: Recording) -> None:
             h.assert_nothing_inconsistent()
     (j1, s1, e1), (j2, s2, e2) = results
     # Every sample both runs produced, at the gatherer's and at the kinematics' output, is
-    # bit-identical. The first few differ in number: how many wrenches arrive before the
+    # the same to rounding (a batch's size picks the sensor kinematics' path, pinocchio's
+    # loop or the vectorised chain, and the batches are cut by the executor's timing).
+    # The first few differ in number: how many wrenches arrive before the
     # first full joint window depends on the order in which the executor served the two
     # subscriptions. On 3 s of data those few samples move the estimates by up to 1.5 sigma
     # (seen in fresh-clone runs), so the estimates are checked against the truth instead.
     for (t1, a1), (t2, a2) in ((j1, j2), (s1, s2)):
         common, i1, i2 = np.intersect1d(t1, t2, return_indices=True)
         assert common.size >= 0.95 * max(t1.size, t2.size)
-        np.testing.assert_array_equal(a1[i1], a2[i2])
+        np.testing.assert_allclose(a1[i1], a2[i2], rtol=1e-11, atol=1e-14)
     for estimate in (e1, e2):
         assert abs(estimate.body.mass - TRUE_MASS) < 0.01 * TRUE_MASS
 
