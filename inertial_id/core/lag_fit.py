@@ -78,11 +78,17 @@ class LagFit:
 
     def solve(self, gram: NDArray[np.float64]) -> LagSolution | None:
         """The joint fit over the samples of ``gram`` (25, 25); None without any rate the
-        rigid body does not explain. Directions of ``A`` the data do not excite are left out
-        (pseudo-inverse)."""
+        rigid body does not explain, and None when the normal equations are not finite or
+        their eigendecomposition fails (a fit is evidence, never a reason to stop a node).
+        Directions of ``A`` the data do not excite are left out (pseudo-inverse)."""
         information, moment, energy = self.equations(gram[:GRAM_SIZE, :GRAM_SIZE])
         rate_moment, rate_energy, cross = (v[0] for v in self.rate_terms(gram[None]))
-        inverse = np.linalg.pinv(information, rcond=1e-10, hermitian=True)
+        if not (np.isfinite(information).all() and np.isfinite(moment).all()):
+            return None
+        try:
+            inverse = np.linalg.pinv(information, rcond=1e-10, hermitian=True)
+        except np.linalg.LinAlgError:
+            return None
         slope_information = float(rate_energy - rate_moment @ inverse @ rate_moment)
         if not (np.isfinite(slope_information) and slope_information > 0.0):
             return None

@@ -55,3 +55,22 @@ def test_the_fit_recovers_the_body_and_the_lag_and_its_residuals_are_the_rows(
     np.testing.assert_allclose(fit.axis_residuals(grams.sum(axis=0), solution),
                                np.sum(residual**2, axis=0), rtol=1e-8)
     np.testing.assert_allclose(solution.residual, sum(per_block), rtol=1e-6)
+
+
+def test_non_finite_data_give_no_fit_instead_of_an_error() -> None:
+    """A fit is evidence: normal equations that are not finite (a NaN or an inf that reached
+    a Gram matrix) give None, where the pseudo-inverse's eigensolver raised and stopped the
+    gatherer's batch callback."""
+    rng = np.random.default_rng(0)
+    n = 120
+    times = np.cumsum(rng.uniform(0.5e-3, 1.5e-3, n))
+    columns = lag_columns(times, rng.normal(size=(n, 12)), np.zeros((n, 6)),
+                          rng.normal(size=(n, 6)).cumsum(axis=0))
+    gram = columns.T @ columns
+    fit = LagFit(1.0, np.ones(6))
+    assert fit.solve(gram) is not None
+    for bad in (np.nan, np.inf):
+        broken = gram.copy()
+        broken[2, 3] = broken[3, 2] = bad
+        assert fit.solve(broken) is None
+    assert LagFit(1.0, np.array([1.0, np.nan, 1.0, 1.0, 1.0, 1.0])).solve(gram) is None

@@ -117,9 +117,13 @@ def test_the_managed_pipeline_follows_the_lifecycle() -> None:
         received = solver.online.received
         manager.spin(30.0, until=lambda: len(manager.estimates) > count
                      and solver.online.used > used)
+        gatherer, kinematics = nodes["gatherer"], nodes["kinematics"]
         assert len(manager.estimates) > count and solver.online.used > used, (
             f"after activation: {solver.online.received - received} samples received, "
-            f"ledger {solver.stage.ledger()}")
+            f"ledger {solver.stage.ledger()}; gatherer published {gatherer.published} "
+            f"({gatherer.provisional_published} provisional, filter chosen: "
+            f"{gatherer.gathering.choice is not None}), kinematics in {kinematics.samples_in} "
+            f"out {kinematics.samples_out}")
 
         # deactivate and clean up: back to unconfigured with nothing left of the build
         assert manager.transition("solver", Transition.TRANSITION_DEACTIVATE)
