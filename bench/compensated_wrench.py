@@ -70,13 +70,15 @@ class Probe:
         from inertial_id.io.cdr import CdrDecoder
         from inertial_id.msg import InertialParameters
         from inertial_id.nodes.common import make_executor, sensor_qos
+        from inertial_id.nodes.conversions import wrench_from_bytes
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = Node("compensated_wrench_probe", context=self.context)
         # The nodes' executor and decoder: the probe's own load is part of the machine's.
         self.executor = make_executor(self.context)
-        self.decoder = CdrDecoder()
+        decoder = CdrDecoder()
+        self.decode = lambda raw: wrench_from_bytes(raw, decoder)
         self.executor.add_node(self.node)
         self.converged = False
         self.gatherer: dict[str, str] = {}
@@ -105,9 +107,7 @@ class Probe:
         self.raw.append(time.time() - _stamp(msg))
 
     def _compensated(self, raw: bytes) -> None:
-        from inertial_id.nodes.conversions import wrench_from_bytes
-
-        msg = wrench_from_bytes(raw, self.decoder)
+        msg = self.decode(raw)
         self.compensated.append((time.time() - msg.stamp, msg.wrench.tolist()))
 
     def subscribe(self, baseline: bool) -> None:

@@ -198,7 +198,7 @@ class SensorKinematics:
         """:meth:`compute` of one sample (nv,) each, with pinocchio and the least Python per
         call (for a stream at sensor rate): the twist and the proper acceleration as
         ``pin.Motion`` in the sensor frame (``LOCAL``)."""
-        q = position if self._plain else self.configuration(position)
+        q = self.configuration(position)
         model, data, fid = self.model, self.data, self.frame_id
         pin.forwardKinematics(model, data, q, velocity, acceleration)
         rotation = pin.updateFramePlacement(model, data, fid).rotation
