@@ -19,17 +19,21 @@ and the estimation stage (``time.perf_counter`` around each call; ROS not includ
 
     python bench/first_seconds.py --seeds 0,1,2
     python bench/first_seconds.py --cost --duration 16
+    python bench/first_seconds.py --seeds 0,1,2 --solver bias_drift_prior=0
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
 
+from bench._options import add_solver_option, solver_values
 from inertial_id.core.estimation import sdp
 from inertial_id.core.estimation.stage import EstimationStage
 from inertial_id.core.gathering.gatherer import Gathering
@@ -67,10 +71,12 @@ def demo_simulation(seed: int) -> tuple[SensorKinematics, PayloadSimulation, Bod
 
 
 def first_seconds(seed: int, duration: float = 6.0, trace: bool = False,
-                  cost: dict[str, float] | None = None) -> dict[str, float]:
+                  cost: dict[str, float] | None = None,
+                  solver: Mapping[str, Any] | None = None) -> dict[str, float]:
     """s from the first sample to the first estimate, to mass and CoM and to the inertia
     right and converged for good (nan: not within ``duration``); ``cost``, when given, gets
-    each part's CPU time from :data:`COST_FROM` on (s, ``time.perf_counter``)."""
+    each part's CPU time from :data:`COST_FROM` on (s, ``time.perf_counter``); ``solver``:
+    solver parameter values other than the defaults."""
     kinematics, sim, truth = demo_simulation(seed)
     joint_t = np.arange(0.0, duration, 1.0 / 500.0)
     wrench_t = np.arange(0.0, duration, 1e-3)
@@ -79,7 +85,8 @@ def first_seconds(seed: int, duration: float = 6.0, trace: bool = False,
     urdf, values = bundled_urdf_path(), {"urdf_path": bundled_urdf_path()}
     gathering = Gathering(urdf, gatherer_settings(values), gatherer_kinematics(values).model(urdf))
     gathering.match(kinematics)
-    motion_stage, stage = KinematicsStage(kinematics), EstimationStage(online_estimator({}), TICK)
+    motion_stage = KinematicsStage(kinematics)
+    stage = EstimationStage(online_estimator(solver or {}), TICK)
     names = list(gathering.joint_names)
     since = {"first": np.nan, "mass_com": np.nan, "inertia": np.nan}
     j = 0
@@ -150,13 +157,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace", action="store_true", help="the estimate every 50 ms to 2 s")
     parser.add_argument("--cost", action="store_true",
                         help=f"also each part's share of a core from {COST_FROM:g} s on")
+    add_solver_option(parser)
     args = parser.parse_args(argv)
+    solver = solver_values(args, parser)
     sdp.warm_up()
     print("seed  first s  mass+CoM s  inertia s" + "".join(
         f"  {part} %" for part in COST_PARTS) * args.cost + "  total %" * args.cost)
     for seed in (int(s) for s in args.seeds.split(",")):
         cost: dict[str, float] | None = {} if args.cost else None
-        since = first_seconds(seed, args.duration, args.trace, cost)
+        since = first_seconds(seed, args.duration, args.trace, cost, solver)
         line = (f"{seed:4d}  {since['first']:7.3f}  {since['mass_com']:10.3f}  "
                 f"{since['inertia']:9.3f}")
         if cost is not None:

@@ -17,6 +17,7 @@ it (a replay stopped there).
     python bench/sensor_conditions.py --only drift     # one case
     python bench/sensor_conditions.py --json out.json
     python bench/sensor_conditions.py --no-bias-drift  # a constant offset, as before
+    python bench/sensor_conditions.py --solver bias_drift_prior=0  # any solver parameter
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from bench._options import add_solver_option, solver_values
 from inertial_id.core.metrics import parameter_errors
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.sensor_conditions import SensorConditions
@@ -173,17 +175,20 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write every row here")
     parser.add_argument("--no-bias-drift", action="store_true",
                         help="a constant F/T offset (the solver's bias_drift off)")
+    add_solver_option(parser)
     args = parser.parse_args()
+    solver = solver_values(args, parser)
+    if args.no_bias_drift:
+        solver["bias_drift"] = False
     chosen = [c for c in cases() if args.only in (None, c.name)]
     if not chosen:
         parser.error(f"no case named {args.only!r}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         params = None
-        if args.no_bias_drift:
+        if solver:
             params = Path(tmp) / "params.yaml"
-            params.write_text(yaml.safe_dump(
-                {"solver": {"ros__parameters": {"bias_drift": False}}}))
+            params.write_text(yaml.safe_dump({"solver": {"ros__parameters": solver}}))
         for case in chosen:
             rows.append(run_case(case, Path(tmp), params))
             print(f"{case.name}: done ({rows[-1]['replay_s']:.0f} s replay)", file=sys.stderr)

@@ -207,6 +207,10 @@ SOLVER_PARAMS = URDF_PARAMS + (SOLVER_MODE,) + JOINT_TORQUE_PARAMS + (
     Param("bias_drift", True, "model the F/T bias as drifting linearly in time "
           "(temperature): the offset published is the bias now, and its drift rate is "
           "estimated"),
+    Param("bias_drift_prior", _P.drift_prior_std, "N/s: std of the drift rate's zero-mean "
+          "prior (torque: a tenth of it in N m/s; 0: none); it keeps a slow change of "
+          "posture in the first seconds from being read as drift, and data of a minute "
+          "outweigh it", low=0, unit="N/s", live=True),
     Param("bias_drift_warn", _O.bias_drift_warn, "N/s: /diagnostics warns when the "
           "estimated force drift exceeds this (torque: a tenth of it in N m/s; 0: never)",
           low=0, unit="N/s",

@@ -13,9 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inertial_id.core.estimation.drift import (
+    DRIFT as DRIFT_BLOCK,
+)
+from inertial_id.core.estimation.drift import (
     N_WITH_DRIFT,
     DriftNormalEquations,
     drift_of,
+    drift_prior_precision,
     profile_drift,
 )
 from inertial_id.core.estimation.estimators import least_squares
@@ -92,6 +96,37 @@ def test_the_profiled_solve_is_the_joint_least_squares_fit():
     assert drift.time == 100.0 + tau[-1]
 
 
+def test_the_drift_prior_is_a_zero_mean_prior_on_the_rate():
+    """Profiled with the prior, the fit is the joint fit of ``[pi; b0; d]`` with the prior's
+    precision on ``d`` alone (in either parameterisation of the bias ``d`` is the same), and
+    the drift's std shrinks under it."""
+    rng = np.random.default_rng(4)
+    n = 60
+    twist, proper = rng.normal(size=(n, 6)), rng.normal(size=(n, 6))
+    tau = np.linspace(0.0, 1.0, n)
+    x = np.concatenate((rng.normal(size=10), rng.normal(size=6), 0.05 * rng.normal(size=6)))
+    wrench = (rows_with_drift(twist, proper, tau) @ x).reshape(n, 6)
+    wrench += 0.01 * rng.normal(size=(n, 6))
+    stats = SufficientStatistics(N_WITH_DRIFT)
+    stats.add_normal_equations(*DriftNormalEquations(BatchNormalEquations(
+        PAYLOAD_ON_SENSOR, WEIGHTS))(batch_gram(twist, proper, wrench, None, tau)), 6 * n, n)
+    precision = drift_prior_precision(0.01)
+    np.testing.assert_allclose(precision, [1e4] * 3 + [1e6] * 3)
+    joint = stats.information.copy()
+    joint[DRIFT_BLOCK, DRIFT_BLOCK] += np.diag(precision)
+    full = np.linalg.solve(joint, stats.moment)
+    profiled, profile = profile_drift(stats, tau[-1], precision)
+    estimate = least_squares(profiled)
+    np.testing.assert_allclose(estimate.pi, full[:10], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(estimate.offset, full[10:16] + tau[-1] * full[16:], atol=1e-7)
+    with_prior = drift_of(estimate, profile, profiled, tau[-1])
+    np.testing.assert_allclose(with_prior.rate, full[16:], atol=1e-9)
+    flat, flat_profile = profile_drift(stats, tau[-1])
+    without = drift_of(least_squares(flat), flat_profile, flat, tau[-1])
+    assert np.all(with_prior.std < without.std)
+    assert drift_prior_precision(0.0) is None
+
+
 @dataclass
 class Recording:
     t: np.ndarray
@@ -116,9 +151,10 @@ def record(conditions: SensorConditions, contacts=(), noise=(0.08, 0.004),
 
 
 def run(rec: Recording, drift: bool, noise=(0.08, 0.004), until: float = np.inf,
-        **online) -> OnlineEstimator:
+        prior: float = PayloadConfig.drift_prior_std, **online) -> OnlineEstimator:
     config = OnlineConfig(payload=PayloadConfig(force_noise_std=noise[0],
-                                                torque_noise_std=noise[1], bias_drift=drift),
+                                                torque_noise_std=noise[1], bias_drift=drift,
+                                                drift_prior_std=prior),
                           **online)
     est = OnlineEstimator(config)
     for k in range(0, int(np.searchsorted(rec.t, until)), 20):
@@ -144,6 +180,23 @@ def test_a_drifting_bias_is_right_at_the_end_with_its_rate(drifting):
     assert np.all(np.abs(e.drift.rate - DRIFT) < 4.0 * e.drift.std + 1e-9)
     assert abs(e.drift.rate[2] - DRIFT[2]) < 0.1 * DRIFT[2]
     assert not est.contacts
+
+
+def test_the_drift_prior_shortens_the_first_seconds_and_leaves_a_run_alone(drifting):
+    """In the first 1.5 s a free drift rate takes up part of the posture's slow change and
+    holds the CoM's std up; under the prior it is smaller and the CoM as right. Over the
+    minute the estimate is the one without the prior."""
+    truth = drifting.sim.payload
+    early = {prior: run(drifting, drift=True, until=1.5, prior=prior).estimate
+             for prior in (0.0, PayloadConfig.drift_prior_std)}
+    free, held = early[0.0], early[PayloadConfig.drift_prior_std]
+    assert held.com_std.max() < 0.8 * free.com_std.max()
+    assert np.abs(held.body.com - truth.com).max() < 3.0 * held.com_std.max()
+    whole = run(drifting, drift=True, prior=0.0).estimate
+    prior_whole = run(drifting, drift=True).estimate
+    np.testing.assert_allclose(prior_whole.offset, whole.offset, atol=1e-4)
+    np.testing.assert_allclose(prior_whole.drift.rate, whole.drift.rate, atol=1e-5)
+    np.testing.assert_allclose(prior_whole.pi[0], whole.pi[0], rtol=1e-4)
 
 
 def test_a_drift_over_the_users_limit_is_a_warning(drifting):

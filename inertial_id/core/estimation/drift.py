@@ -13,6 +13,13 @@ Before a solve, :func:`profile_drift` re-expresses the statistics with ``b`` the
 constrained), so every estimator solves its usual ``[pi; offset]`` problem and the offset it
 returns is the current bias. :func:`drift_of` recovers ``d`` and its covariance from the
 solution. With no drift, the ten parameters lose six of the data's many degrees of freedom.
+
+The drift rate has a zero-mean Gaussian prior (:func:`drift_prior_precision`): thermal
+drifts are slow (about 1 N/min on the sensors users report), and in the first seconds of
+motion a free rate would take up what a slow change of posture puts into the wrench, the
+CoM's torque above all, and hold the CoM's std up for a few tenths of a second more. Its
+precision, in the rows' inverse-variance units, is added to the drift block before the
+profiling; over a run of minutes the data outweigh it by orders of magnitude.
 """
 
 from __future__ import annotations
@@ -32,6 +39,17 @@ N_DRIFT = 6
 N_WITH_DRIFT = N_UNKNOWNS + N_DRIFT
 """Unknowns ``[pi (10); b0 (6); d (6)]``."""
 DRIFT = slice(N_UNKNOWNS, N_WITH_DRIFT)
+TORQUE_DRIFT_SCALE = 0.1
+"""m: a torque drift (N m/s) is taken as this times a force drift (N/s), as in the warning."""
+
+
+def drift_prior_precision(force_std: float) -> NDArray[np.float64] | None:
+    """The prior's precision (6,) of the drift rate ``[fx, fy, fz, tx, ty, tz]``: ``1 /
+    std^2`` with ``force_std`` N/s for the forces and :data:`TORQUE_DRIFT_SCALE` times it
+    (N m/s) for the torques; None (no prior) when ``force_std`` is 0 or infinite."""
+    if force_std <= 0.0 or not np.isfinite(force_std):
+        return None
+    return np.repeat([force_std**-2, (TORQUE_DRIFT_SCALE * force_std) ** -2], 3)
 
 
 class DriftNormalEquations:
@@ -70,14 +88,18 @@ class Profile:
     tau_now: float
 
 
-def profile_drift(stats: SufficientStatistics, tau_now: float
+def profile_drift(stats: SufficientStatistics, tau_now: float,
+                  prior_precision: NDArray[np.float64] | None = None
                   ) -> tuple[SufficientStatistics, Profile]:
     """Statistics of ``[pi; b]`` (16), ``b`` the bias at ``tau_now``, with the drift
-    profiled out (see the module docstring); the drift's block scores follow lazily
-    (:class:`~inertial_id.core.covariance.MappedScores`)."""
+    profiled out (see the module docstring), under the drift rate's zero-mean prior of
+    ``prior_precision`` (6,) (:func:`drift_prior_precision`; None: none); the drift's block
+    scores follow lazily (:class:`~inertial_id.core.covariance.MappedScores`)."""
     shift = np.eye(N_WITH_DRIFT)  # x_reference = shift @ [pi; b; d]
     shift[N_PI:N_UNKNOWNS, DRIFT] = -tau_now * np.eye(N_DRIFT)
     h = shift.T @ stats.information @ shift
+    if prior_precision is not None:
+        h[DRIFT, DRIFT] += np.diag(prior_precision)
     g = shift.T @ stats.moment
     h_dd_inverse = hermitian_pinv(h[DRIFT, DRIFT])
     h_xd = h[:N_UNKNOWNS, DRIFT]

@@ -23,6 +23,7 @@ from inertial_id.core.estimation.drift import (
     DriftNormalEquations,
     Profile,
     drift_of,
+    drift_prior_precision,
     drift_rate,
     profile_drift,
 )
@@ -71,6 +72,8 @@ class PayloadConfig:
     covers the problem (cvxpy otherwise, and as long as it is not compiled and loaded).
     ``bias_drift``: the offset drifts linearly (:mod:`inertial_id.core.estimation.drift`);
     samples then need their stamps, and the estimate's offset is the bias at the latest.
+    ``drift_prior_std`` (N/s; torques a tenth, N m/s): the std of the drift rate's zero-mean
+    prior (:func:`~inertial_id.core.estimation.drift.drift_prior_precision`; 0: none).
     """
 
     wrench_sign: str = "payload_on_sensor"
@@ -92,6 +95,7 @@ class PayloadConfig:
     score_block_samples: int = 250
     dedicated_solver: bool = True
     bias_drift: bool = False
+    drift_prior_std: float = 0.01
 
     def __post_init__(self) -> None:
         wrench_sign(self.wrench_sign)
@@ -109,6 +113,8 @@ class PayloadConfig:
         if self.window_samples < 0 or self.block_samples < 1 or self.score_block_samples < 0:
             raise InertialIdError("window_samples and score_block_samples must be >= 0, "
                                   "block_samples >= 1")
+        if not self.drift_prior_std >= 0.0:
+            raise InertialIdError(f"drift_prior_std must be >= 0, got {self.drift_prior_std!r}")
         if self.bias_drift and self.known_offset is not None:
             raise InertialIdError("bias_drift needs the offset estimated, not known_offset")
         if self.known_offset is not None and self.method in ("manifold", "pls"):
@@ -144,7 +150,7 @@ class PayloadIdentifier:
 
     def reconfigure(self, config: PayloadConfig) -> None:
         """Apply new settings to later samples and solves (noise std, forgetting factor,
-        epsilon, solve timeout, time budget, prior, dedicated solver); the
+        epsilon, solve timeout, time budget, prior, drift prior, dedicated solver); the
         :attr:`RESTART_FIELDS` must stay."""
         fixed = [n for n in self.RESTART_FIELDS
                  if getattr(config, n) != getattr(self.config, n)]
@@ -323,7 +329,8 @@ class PayloadIdentifier:
         statistics = self.statistics.corrected()
         if not self.config.bias_drift:
             return statistics, None
-        return profile_drift(statistics, self._tau_latest)
+        return profile_drift(statistics, self._tau_latest,
+                             drift_prior_precision(self.config.drift_prior_std))
 
     def _solve(self, statistics: SufficientStatistics) -> Estimate:
         """The configured method on statistics of ``[pi; offset]``."""
