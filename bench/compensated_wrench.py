@@ -23,7 +23,12 @@ converged, in this order:
   again (subscribed to here too), and reports the same in-node latency. What the two share is
   the machine's: the middleware's publish and the scheduler on a loaded machine.
 
+``--priority N``: the gatherer with ``realtime_priority:=N`` (every thread of its process
+``SCHED_FIFO`` at ``N``) and the republisher with the same; the gatherer's diagnostics say
+what it got.
+
     python bench/compensated_wrench.py                 # 6 s phases
+    python bench/compensated_wrench.py --priority 50   # as a real-time controller's thread
     python bench/compensated_wrench.py --phase 5 --json out.json
 
 Run it with the venv's python (``.venv/bin/python``); its ROS traffic stays on this host in a
@@ -147,7 +152,7 @@ def _baseline(process: subprocess.Popen[bytes]) -> dict[str, Any]:
 
 
 def run(phase: float, env: dict[str, str], raw: bool = False,
-        baseline: bool = True) -> dict[str, Any]:
+        baseline: bool = True, priority: int = 0) -> dict[str, Any]:
     """One run (module docstring)."""
     from inertial_id.core.simulation import bundled_urdf_path
 
@@ -156,6 +161,8 @@ def run(phase: float, env: dict[str, str], raw: bool = False,
     probe = Probe(raw)
     try:
         for name, args in _processes("separate", bundled_urdf_path()).items():
+            if name == "gatherer":
+                args = [*args, "-p", f"realtime_priority:={priority}"]
             started[name] = subprocess.Popen(args, env=env, stdout=open(logdir / name, "wb"),  # noqa: SIM115
                                              stderr=subprocess.STDOUT)
         started["simulator"] = subprocess.Popen(
@@ -173,7 +180,8 @@ def run(phase: float, env: dict[str, str], raw: bool = False,
         off = _cpu(pid, probe, phase)
         if baseline:  # its first second (the spin below) left out of its latencies
             started["republisher"] = subprocess.Popen(
-                [sys.executable, str(ROOT / "bench" / "republisher.py"), "--skip", "1000"],
+                [sys.executable, str(ROOT / "bench" / "republisher.py"), "--skip", "1000",
+                 "--priority", str(priority)],
                 env=env, stdout=subprocess.PIPE, stderr=open(logdir / "republisher", "wb"))  # noqa: SIM115
         probe.subscribe(baseline)
         if baseline and not probe.spin(20.0, lambda: probe.republished > 0):
@@ -201,6 +209,7 @@ def run(phase: float, env: dict[str, str], raw: bool = False,
                 for name, values in delays.items() if values},
             "compensated_per_second": round(len(quiet) / phase, 1),
             "baseline_in_node_latency_ms": republished,
+            "gatherer_realtime_priority": int(diagnostics.get("realtime_priority", -1)),
             "rms_over_noise": [round(float(r), 3) for r in ratio],
             "load": [round(x, 2) for x in os.getloadavg()]}
 
@@ -215,12 +224,15 @@ def main(argv: list[str] | None = None) -> int:
                         "(doubles this process's load on the machine)")
     parser.add_argument("--no-baseline", action="store_true",
                         help="without the republisher beside the pipeline (module docstring)")
+    parser.add_argument("--priority", type=int, default=0,
+                        help="SCHED_FIFO priority of the gatherer and the republisher (0: none)")
     parser.add_argument("--json", type=Path, help="write the result here")
     args = parser.parse_args(argv)
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
                ROS_DOMAIN_ID=str(free_domain(60)))
     os.environ.update(env)  # this process's probe too
-    result = run(args.phase, env, raw=args.raw, baseline=not args.no_baseline)
+    result = run(args.phase, env, raw=args.raw, baseline=not args.no_baseline,
+                 priority=args.priority)
     print(json.dumps(result, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

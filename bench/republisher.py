@@ -11,6 +11,7 @@ the compensated wrench's latency has in common with this one is the machine's: t
 middleware's publish and the scheduler.
 
     python bench/republisher.py --skip 1000     # until SIGINT
+    python bench/republisher.py --priority 50   # as the gatherer with realtime_priority 50
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skip", type=int, default=1000,
                         help="latencies left out at the start (1000: the first second)")
+    parser.add_argument("--priority", type=int, default=0,
+                        help="SCHED_FIFO priority, as the gatherer's realtime_priority (0: none)")
     args = parser.parse_args(argv)
 
     from geometry_msgs.msg import WrenchStamped
@@ -42,10 +45,14 @@ def main(argv: list[str] | None = None) -> int:
         shut_down,
         spin,
     )
+    from inertial_id.nodes.common.realtime import set_fifo_priority
     from inertial_id.nodes.conversions import wrench_from_bytes
 
     init()
     node = Node("republisher")
+    refused = set_fifo_priority(args.priority)
+    if refused:
+        print(f"republisher: --priority not applied: {refused}", file=sys.stderr)
     publisher = node.create_publisher(WrenchStamped, "/republished_wrench", pipeline_qos(10))
     decoder, encoder = CdrDecoder(), CdrEncoder()
     latencies: list[float] = []

@@ -43,6 +43,7 @@ from inertial_id.nodes.common import (
     set_period,
     steady_timer,
 )
+from inertial_id.nodes.common.realtime import fifo_priority, set_fifo_priority
 from inertial_id.nodes.compensated_wrench import CompensatedWrenchOutput
 from inertial_id.nodes.conversions import (
     UndecodableError,
@@ -93,13 +94,24 @@ class Gatherer(PipelineNode):
         self.publish_timer = steady_timer(self, 1.0 / self.publish_rate, self.publish_ready,
                                           autostart=False)
         self.compensated = CompensatedWrenchOutput(self, values["queue_depth"])
+        self.set_priority(values["realtime_priority"])
         self.description = RobotDescription(self, values, self.configure)
 
     def apply_parameters(self, values: dict[str, Any], changed: set[str]) -> None:
-        """Runtime parameter changes: ``publish_rate`` (the others are read-only)."""
+        """Runtime parameter changes: ``publish_rate`` and ``realtime_priority`` (the others
+        are read-only)."""
         if "publish_rate" in changed:
             self._refill()
             self.publish_rate = float(values["publish_rate"])
+        if "realtime_priority" in changed:
+            self.set_priority(values["realtime_priority"])
+
+    def set_priority(self, priority: int) -> None:
+        """The process's threads to ``SCHED_FIFO`` at ``priority`` (0: the normal scheduler);
+        a warning when the system refuses (:mod:`~inertial_id.nodes.common.realtime`)."""
+        refused = set_fifo_priority(int(priority))
+        if refused:
+            self.get_logger().warning(f"realtime_priority not applied: {refused}")
 
     def configure(self, urdf: str) -> None:
         """Set up the joint mapping and filter once the URDF is known."""
@@ -137,6 +149,7 @@ class Gatherer(PipelineNode):
                            self.wrench_input.count - self.published
                            + self.provisional_published - wrench_drops - held)})
         values.update(self.compensated.values())
+        values["realtime_priority"] = fifo_priority()
         if self.gathering is None:
             return DiagnosticStatus.WARN, "waiting for the URDF", values
         gathering = self.gathering

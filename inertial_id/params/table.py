@@ -91,6 +91,10 @@ GATHERER_PARAMS = URDF_PARAMS + MODEL_PARAMS + (
     Param("publish_rate", 200.0, "at most this many batches per second (Hz); a batch leaves "
           "0.5 ms after new data arrived", low=0, open_low=True, high=10000, unit="Hz",
           live=True, offline=False),
+    Param("realtime_priority", 0, "SCHED_FIFO priority of every thread of the process (1-99; "
+          "0: the normal scheduler), for ~/compensated_wrench within a millisecond on a "
+          "loaded machine; needs an rtprio limit or CAP_SYS_NICE (else a warning and the "
+          "normal scheduler)", low=0, high=99, unit="1", live=True, offline=False),
 )
 
 KINEMATICS_PARAMS = URDF_PARAMS + MODEL_PARAMS

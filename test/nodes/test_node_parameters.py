@@ -82,7 +82,7 @@ def test_restart_only_parameters_are_read_only_and_tunables_are_not() -> None:
             "forgetting_factor", "gate_margin"} <= live
     assert not live & {"urdf_path", "wrench_sign", "method", "window_samples", "mode"}
     gatherer = {p.name for p in NODE_PARAMS["gatherer"] if p.live}
-    assert gatherer == {"publish_rate"}
+    assert gatherer == {"publish_rate", "realtime_priority"}
     assert not any(p.live for p in NODE_PARAMS["kinematics"] + NODE_PARAMS["simulator"])
 
 
