@@ -42,7 +42,8 @@ from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.simulation import FourierTrajectory, PayloadSimulation, bundled_urdf_path
 from inertial_id.core.stages import KinematicsStage
 from inertial_id.params.settings import gatherer_kinematics, gatherer_settings, online_estimator
-from inertial_id.params.table import SIMULATOR_PARAMS
+from inertial_id.params.spec import with_defaults
+from inertial_id.params.table import SIMULATOR_PARAMS, SOLVER_PARAMS
 
 ROOT = Path(__file__).resolve().parents[1]
 TICK = 0.005  # s: the simulator's publishing period, one batch each
@@ -86,7 +87,9 @@ def first_seconds(seed: int, duration: float = 6.0, trace: bool = False,
     gathering = Gathering(urdf, gatherer_settings(values), gatherer_kinematics(values).model(urdf))
     gathering.match(kinematics)
     motion_stage = KinematicsStage(kinematics)
-    stage = EstimationStage(online_estimator(solver or {}), TICK)
+    values = with_defaults(SOLVER_PARAMS, solver or {}, "solver")
+    stage = EstimationStage(online_estimator(values), TICK,
+                            solve_share=float(values["solve_share"]))
     names = list(gathering.joint_names)
     since = {"first": np.nan, "mass_com": np.nan, "inertia": np.nan}
     j = 0

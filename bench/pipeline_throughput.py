@@ -68,6 +68,8 @@ from typing import IO, Any
 
 import numpy as np
 
+from bench._options import add_solver_option, solver_values
+
 WRENCH_RATE = 1000.0
 JOINT_STATE_RATE = 500.0
 SOLVER_WINDOW = 20000  # samples the solver's latency percentiles cover
@@ -390,14 +392,16 @@ def _percentiles(values: Sequence[float]) -> dict[str, float]:
 
 
 def run_pipeline(mode: str, setting: Setting, duration: float, env: dict[str, str],
-                 executor: str, stage_latency: bool) -> Run:
+                 executor: str, stage_latency: bool,
+                 solver: dict[str, Any] | None = None) -> Run:
     """One run: start, measure ``duration`` s, stop the simulator, drain, read the counters.
 
     ``executor``: ``single`` runs the node executables as shipped in separate processes
     (they spin rclpy's EventsExecutor where the distribution has it:
     :func:`inertial_id.nodes.compat.make_executor`) and a SingleThreadedExecutor in the
     composed process; ``events`` runs the same node classes under rclpy's EventsExecutor
-    through this script, in both modes.
+    through this script, in both modes. ``solver``: solver parameter values (the separate
+    node executables only).
     """
     from inertial_id.core.simulation import bundled_urdf_path
 
@@ -412,7 +416,8 @@ def run_pipeline(mode: str, setting: Setting, duration: float, env: dict[str, st
             urdf = f"urdf_path:={bundled_urdf_path()}"
             params = {"gatherer": [urdf, *(f"{k}:={v}" for k, v in
                                            setting.gatherer_parameters().items())],
-                      "kinematics": [urdf], "solver": []}
+                      "kinematics": [urdf],
+                      "solver": [f"{k}:={v}" for k, v in (solver or {}).items()]}
             for name in NODES:
                 args = [str(BIN / f"inertial_id_{name}"), "--ros-args"]
                 for p in params[name]:
@@ -787,6 +792,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--distro",
                         help="comma separated ROS 2 distributions (kilted, jazzy): run once "
                         "per distribution in its development environment and compare")
+    add_solver_option(parser)
     parser.add_argument("--repeat", type=int, default=1,
                         help="with --distro: rounds of one run per distribution (default 1)")
     parser.add_argument("--child", nargs=2, metavar=("KIND", "SETTING"), help=argparse.SUPPRESS)
@@ -799,6 +805,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--executor takes single and/or events")
     if args.child:
         return _child(args.child[0], parse_settings(args.child[1], args.tick)[0], executors[0])
+    solver = solver_values(args, parser)
+    if solver and not (args.separate and executors == ["single"]):
+        parser.error("--solver needs --separate and the node executables (--executor single)")
 
     load_before = os.getloadavg()
     modes = [] if args.core_only else (["composed"] if args.composed else
@@ -818,7 +827,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{mode} {executor}: {setting.label}, {args.duration:g} s ...",
                       flush=True)
                 runs.append(run_pipeline(mode, setting, args.duration, env, executor,
-                                         not args.no_stage_latency))
+                                         not args.no_stage_latency, solver))
     if runs:
         _print_runs(runs)
     core: dict[str, Any] = {}

@@ -23,7 +23,7 @@ from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.compensation import Announcement
 from inertial_id.core.estimation.online import OnlineEstimator
 from inertial_id.core.estimation.online_types import StepResult
-from inertial_id.core.estimation.stage import EstimationStage
+from inertial_id.core.estimation.stage import SOLVE_SHARE, EstimationStage
 from inertial_id.core.gathering.gatherer import Gathering
 from inertial_id.core.kinematics import SensorKinematics
 from inertial_id.core.samples import JointStateSample, MessageBlock, WrenchSample
@@ -119,7 +119,8 @@ class PayloadPipeline:
     """gatherer -> kinematics -> solver without ROS; see the module docstring."""
 
     def __init__(self, gathering: Gathering, kinematics: SensorKinematics,
-                 online: OnlineEstimator, solve_period: float = 0.5) -> None:
+                 online: OnlineEstimator, solve_period: float = 0.5,
+                 solve_share: float = SOLVE_SHARE) -> None:
         if gathering.joint_names != kinematics.joint_names:
             raise InertialIdError(
                 f"gatherer joints {gathering.joint_names} differ from the model's "
@@ -128,7 +129,7 @@ class PayloadPipeline:
         self.gathering = gathering
         self.kinematics = kinematics
         self.stage = KinematicsStage(kinematics)
-        self.estimation = EstimationStage(online, solve_period)
+        self.estimation = EstimationStage(online, solve_period, solve_share=solve_share)
         self.history = History()
         self.samples = 0
         self.announcements: list[Announcement] = []

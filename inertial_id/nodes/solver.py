@@ -5,8 +5,10 @@ Subscribes ``sensor_samples`` (inertial_id/SensorSamples) and runs the core
 compensation restored, contact-gated sufficient statistics, a Hotelling T^2 monitor of the
 residual wrench, restart on a payload change, solves on the node's steady clock. Publishes
 ``~/parameters`` (inertial_id/InertialParameters), ``~/inertia`` (geometry_msgs/
-InertiaStamped, about the CoM) after every batch of samples, up to ``publish_rate`` (10 Hz
-while solves cost milliseconds; once a second without data), and ``~/markers``
+InertiaStamped, about the CoM) after each solve: after a batch of samples, up to
+``publish_rate`` (10 Hz while solves cost milliseconds; once a second without data), once
+the new samples are ``solve_share`` of those held (every batch or two in the first second),
+and ``~/markers``
 (visualization_msgs/MarkerArray for RViz: CoM, equivalent box, mass) at most 10 times a second;
 ``~/contact`` (inertial_id/ContactAnomaly) and ``~/external_wrench`` (geometry_msgs/
 WrenchStamped: measured minus predicted wrench, the gravity- and inertia-compensated F/T
@@ -116,7 +118,8 @@ class Solver(PipelineNode):
             return
         self.initial, self.initial_frame = initial_payload(values)
         self.stage = EstimationStage(online_estimator(values, self.initial),
-                                     1.0 / float(values["publish_rate"]))
+                                     1.0 / float(values["publish_rate"]),
+                                     solve_share=float(values["solve_share"]))
         self.online = self.stage.online
         self.calibration_file = self._calibration_path(values["calibration_file"])
         self.output = OutputFrame(None, values["output_frame"])
@@ -157,7 +160,8 @@ class Solver(PipelineNode):
 
     def apply_parameters(self, values: dict[str, Any], changed: set[str]) -> None:
         """Runtime parameter changes (:class:`~inertial_id.nodes.common.LiveParameters`):
-        the estimator's new configuration, the contact decimation, the publish period."""
+        the estimator's new configuration, the contact decimation, the publish period and
+        the solve share."""
         if self.joint_mode is not None:
             self.joint_mode.reconfigure(values, changed)
             return
@@ -166,6 +170,7 @@ class Solver(PipelineNode):
         self.calibration_file = self._calibration_path(values["calibration_file"])
         self.contacts.decimation = max(1, int(values["contact_decimation"]))
         self.stage.solve_period = 1.0 / float(values["publish_rate"])
+        self.stage.solve_share = float(values["solve_share"])
 
     def _prepare_solver(self, values: dict[str, Any]) -> None:
         """Compile or load the dedicated SDP solver in the background when it will be used:

@@ -16,6 +16,7 @@ from typing import Any
 from inertial_id.core.applying import GateSettings
 from inertial_id.core.estimation.online import OnlineConfig
 from inertial_id.core.estimation.payload import METHODS, NOISE_STD_RANGE, PayloadConfig
+from inertial_id.core.estimation.stage import SOLVE_SHARE
 from inertial_id.core.gathering.gatherer import GathererSettings
 from inertial_id.core.handoff import TARGETS
 from inertial_id.core.joint_torque.link_selection import LinkOptions
@@ -193,6 +194,10 @@ SOLVER_PARAMS = URDF_PARAMS + (SOLVER_MODE,) + JOINT_TORQUE_PARAMS + (
     Param("publish_rate", 200.0, "at most this many estimates per second (Hz): one after "
           "each batch of samples, up to this rate (and 1 Hz without data)", low=0,
           open_low=True, high=1000, unit="Hz", live=True),
+    Param("solve_share", SOLVE_SHARE, "a solve (and the estimate published) also waits for "
+          "new samples of this share of those the estimate holds, an event (a contact, a "
+          "bias step) or 0.5 s: the solves thin out as the data grow, to 2 a second (0: one "
+          "every batch, up to publish_rate)", low=0, high=1, unit="1", live=True),
     Param("contact_decimation", 10, "publish ~/contact every N samples (and at every change)",
           low=1, unit="samples", live=True, offline=False),
     Param("calibration_file", "", "where ~/save writes the estimate (YAML, replay --output "

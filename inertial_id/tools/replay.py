@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimate import Estimate
+from inertial_id.core.estimation.stage import SOLVE_SHARE
 from inertial_id.core.frames import OutputFrame, pi_in_frame
 from inertial_id.core.gathering.gatherer import Gathering
 from inertial_id.core.parameters import vector_from_symmetric
@@ -220,11 +221,12 @@ def build_pipeline(params: dict[str, dict[str, Any]], urdf: str) -> PayloadPipel
         settings = (gatherer_settings(gatherer | model), kinematics_settings(kinematics | model),
                     online_estimator(solver, initial_payload(solver)[0]))
         rate = float(solver.get("publish_rate", SOLVE_RATE_CAP))  # checked by the table
+        share = float(solver.get("solve_share", SOLVE_SHARE))
     except (TypeError, ValueError) as exc:
         raise InertialIdError(f"bad parameter value: {exc}") from exc
     return PayloadPipeline(
         Gathering(urdf, settings[0]), settings[1].model(urdf), settings[2],
-        solve_period=1.0 / min(rate, SOLVE_RATE_CAP),
+        solve_period=1.0 / min(rate, SOLVE_RATE_CAP), solve_share=share,
     )
 
 

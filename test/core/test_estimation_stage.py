@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from inertial_id.core.estimation.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.estimation.payload import PayloadConfig
 from inertial_id.core.estimation.stage import (
+    SHARE_MAX_GAP,
     SLOW_SOLVE_PERIOD,
+    SOLVE_SHARE,
     UNCERTAINTY_PERIOD,
     EstimationStage,
 )
@@ -139,7 +141,7 @@ def test_between_refreshes_the_parameters_are_solved_and_the_uncertainty_carried
     def stage(uncertainty_period: float) -> EstimationStage:
         config = OnlineConfig(min_samples=200, payload=PayloadConfig(bias_drift=drift))
         return EstimationStage(OnlineEstimator(config), 0.02,
-                               uncertainty_period=uncertainty_period)
+                               uncertainty_period=uncertainty_period, solve_share=0.0)
 
     every, refreshed = stage(0.0), stage(UNCERTAINTY_PERIOD)
     whole_at: dict[float, object] = {}
@@ -192,3 +194,43 @@ def test_a_forgotten_offset_makes_the_next_estimate_whole(
     after = identifier.estimate(uncertainty=False)
     assert after.covariance is not before.covariance
     assert not np.isfinite(after.offset_std).all()
+
+
+@pytest.mark.parametrize(("share", "fewer", "within"), [(SOLVE_SHARE, 0.95, 0.3),
+                                                         (0.01, 0.5, 0.8)])
+def test_the_solves_thin_out_as_the_data_grow_and_the_estimate_stays_within_its_std(
+        samples: dict[str, np.ndarray], share: float, fewer: float, within: float) -> None:
+    """A solve due at every 5-sample batch (on a clock) against the same with the share rule:
+    the rule's solves wait for new samples of ``share`` of those held (or an event, or
+    ``SHARE_MAX_GAP``), fewer than ``fewer`` of the batches solve in these 4 s, and at every
+    batch after the first second its latest estimate is within ``within`` std of the one a
+    solve at that batch gives."""
+    every = EstimationStage(OnlineEstimator(OnlineConfig(min_samples=200)), 0.005,
+                            solve_share=0.0)
+    shared = EstimationStage(OnlineEstimator(OnlineConfig(min_samples=200)), 0.005,
+                             solve_share=share)
+    solved_at, used_at, held_at, evented, worst = [], [], [], [], 0.0
+    for start in range(0, 2000, 5):
+        part = _part(samples, start, start + 5)
+        now = float(part["times"][-1])
+        every.add(part, now)
+        result = shared.add(part, now)
+        if result.solves:
+            solved_at.append(now)
+            used_at.append(shared.online.used)
+            held_at.append(shared.online.identifier.statistics.samples)
+            evented.append(bool(result.events))
+        reference, latest = every.online.estimate, shared.online.estimate
+        if now > 1.0 and reference is not None:
+            gap = np.abs(latest.pi - reference.pi) / reference.std[:10]
+            worst = max(worst, float(gap.max()))
+    n_every = int(np.count_nonzero(np.arange(5, 2001, 5) > 200))
+    assert len(solved_at) < fewer * n_every
+    gaps = np.diff(solved_at)
+    assert gaps.max() <= SHARE_MAX_GAP + 0.01 + 1e-9
+    share_met = np.diff(used_at) >= share * np.array(held_at[1:]) - 1e-9
+    timed_out = gaps >= SHARE_MAX_GAP - 1e-9
+    assert np.all(share_met | timed_out | np.array(evented[1:]))
+    assert worst < within, worst
+    np.testing.assert_allclose(shared.online.estimate.pi, every.online.estimate.pi,
+                               atol=within * float(every.online.estimate.std[:10].min()))
