@@ -93,6 +93,7 @@ def test_offline_values_leave_out_node_only_and_ros_parameters_only() -> None:
     section = {p.name: p.default for p in NODE_PARAMS["gatherer"]}
     section |= {name: True for name in ROS_PARAMETERS} | {"publish_rat": 5.0}
     kept = offline_values(NODE_PARAMS["gatherer"], section)
-    assert set(section) - set(kept) == {"queue_depth", "publish_rate", *ROS_PARAMETERS}
+    assert set(section) - set(kept) == {"queue_depth", "publish_rate", "realtime_priority",
+                                        *ROS_PARAMETERS}
     assert "publish_rat" in kept and "filter_window" in kept
     assert OFFLINE_NODES == ("gatherer", "kinematics", "solver")
