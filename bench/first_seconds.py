@@ -25,6 +25,7 @@ and the estimation stage (``time.perf_counter`` around each call; ROS not includ
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,7 +34,9 @@ from typing import Any
 import numpy as np
 import yaml
 
-from bench._options import add_solver_option, solver_values
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `bench` as a package
+
+from bench._options import add_solver_option, solver_values  # noqa: E402
 from inertial_id.core.estimation import sdp
 from inertial_id.core.estimation.stage import EstimationStage
 from inertial_id.core.gathering.gatherer import Gathering

@@ -68,7 +68,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from bench._options import add_solver_option, solver_values
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `bench` as a package
+
+from bench._options import add_solver_option, solver_values  # noqa: E402
 
 WRENCH_RATE = 1000.0
 JOINT_STATE_RATE = 500.0

@@ -34,7 +34,9 @@ from typing import Any
 import numpy as np
 import yaml
 
-from bench._options import add_solver_option, solver_values
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `bench` as a package
+
+from bench._options import add_solver_option, solver_values  # noqa: E402
 from inertial_id.core.metrics import parameter_errors
 from inertial_id.core.parameters import BodyParameters
 from inertial_id.core.sensor_conditions import SensorConditions

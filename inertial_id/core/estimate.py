@@ -51,7 +51,7 @@ class Estimate:
     smallest eigenvalue of ``J(pi)`` (positive means physically consistent).
 
     Immutable: its arrays are read-only, and the derived quantities below are computed once
-    (a node publishes them after every batch).
+    (a node publishes them after each solve).
     """
 
     body: BodyParameters

@@ -94,6 +94,7 @@ class Gatherer(PipelineNode):
         self.publish_timer = steady_timer(self, 1.0 / self.publish_rate, self.publish_ready,
                                           autostart=False)
         self.compensated = CompensatedWrenchOutput(self, values["queue_depth"])
+        self.fifo_set = False  # this node put the process under SCHED_FIFO
         self.set_priority(values["realtime_priority"])
         self.description = RobotDescription(self, values, self.configure)
 
@@ -107,11 +108,17 @@ class Gatherer(PipelineNode):
             self.set_priority(values["realtime_priority"])
 
     def set_priority(self, priority: int) -> None:
-        """The process's threads to ``SCHED_FIFO`` at ``priority`` (0: the normal scheduler);
-        a warning when the system refuses (:mod:`~inertial_id.nodes.common.realtime`)."""
+        """The process's threads to ``SCHED_FIFO`` at ``priority``; 0 leaves the scheduler
+        as the process was started with (``chrt``, systemd), or restores the normal one if
+        this node set FIFO. A warning when the system refuses
+        (:mod:`~inertial_id.nodes.common.realtime`)."""
+        if not priority and not self.fifo_set:
+            return
         refused = set_fifo_priority(int(priority))
         if refused:
             self.get_logger().warning(f"realtime_priority not applied: {refused}")
+            return
+        self.fifo_set = bool(priority)
 
     def configure(self, urdf: str) -> None:
         """Set up the joint mapping and filter once the URDF is known."""

@@ -153,7 +153,7 @@ def online_config(values: Mapping[str, Any], initial: Estimate | None = None) ->
         epsilon=float(v["epsilon"]),
         solve_timeout=float(v["solve_timeout"]) or None,
         dedicated_solver=bool(v["dedicated_solver"]), bias_drift=bool(v["bias_drift"]),
-        drift_prior_std=float(v["bias_drift_prior"]),
+        bias_drift_prior=float(v["bias_drift_prior"]),
         **prior,
     )
     return OnlineConfig(

@@ -93,7 +93,7 @@ GATHERER_PARAMS = URDF_PARAMS + MODEL_PARAMS + (
           "0.5 ms after new data arrived", low=0, open_low=True, high=10000, unit="Hz",
           live=True, offline=False),
     Param("realtime_priority", 0, "SCHED_FIFO priority of every thread of the process (1-99; "
-          "0: the normal scheduler), for ~/compensated_wrench within a millisecond on a "
+          "0: the scheduler it was started with), for ~/compensated_wrench within a ms on a "
           "loaded machine; needs an rtprio limit or CAP_SYS_NICE (else a warning and the "
           "normal scheduler)", low=0, high=99, unit="1", live=True, offline=False),
 )
@@ -192,7 +192,8 @@ SOLVER_PARAMS = URDF_PARAMS + (SOLVER_MODE,) + JOINT_TORQUE_PARAMS + (
     Param("payload_change_after", _O.payload_change_after,
           "s of anomaly taken as a new payload (0: never)", low=0, unit="s", live=True),
     Param("publish_rate", 200.0, "at most this many estimates per second (Hz): one after "
-          "each batch of samples, up to this rate (and 1 Hz without data)", low=0,
+          "a batch of samples, up to this rate, as solve_share allows (and 1 Hz without "
+          "data)", low=0,
           open_low=True, high=1000, unit="Hz", live=True),
     Param("solve_share", SOLVE_SHARE, "a solve (and the estimate published) also waits for "
           "new samples of this share of those the estimate holds, an event (a contact, a "
@@ -216,7 +217,7 @@ SOLVER_PARAMS = URDF_PARAMS + (SOLVER_MODE,) + JOINT_TORQUE_PARAMS + (
     Param("bias_drift", True, "model the F/T bias as drifting linearly in time "
           "(temperature): the offset published is the bias now, and its drift rate is "
           "estimated"),
-    Param("bias_drift_prior", _P.drift_prior_std, "N/s: std of the drift rate's zero-mean "
+    Param("bias_drift_prior", _P.bias_drift_prior, "N/s: std of the drift rate's zero-mean "
           "prior (torque: a tenth of it in N m/s; 0: none); it keeps a slow change of "
           "posture in the first seconds from being read as drift, and data of a minute "
           "outweigh it", low=0, unit="N/s", live=True),

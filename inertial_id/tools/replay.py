@@ -5,9 +5,9 @@ builds the gatherer, kinematics and solver objects from the nodes' parameter fil
 tables of :mod:`inertial_id.params.table`, read by :mod:`inertial_id.params.settings`) and runs them
 as a :class:`~inertial_id.core.pipeline.PayloadPipeline`, solving every ``1 / publish_rate``
 seconds of bag time like the solver node under simulated time, but at most
-:data:`SOLVE_RATE_CAP` times per bag second (the node solves after every batch; the final
-estimate, solved from all the data, does not depend on it). The result is written as the YAML
-contract of DESIGN.md.
+:data:`SOLVE_RATE_CAP` times per bag second (the node solves after a batch, as often as
+``solve_share`` allows; the final estimate, solved from all the data, does not depend on
+it). The result is written as the YAML contract of DESIGN.md.
 """
 
 from __future__ import annotations

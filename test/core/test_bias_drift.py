@@ -151,10 +151,10 @@ def record(conditions: SensorConditions, contacts=(), noise=(0.08, 0.004),
 
 
 def run(rec: Recording, drift: bool, noise=(0.08, 0.004), until: float = np.inf,
-        prior: float = PayloadConfig.drift_prior_std, **online) -> OnlineEstimator:
+        prior: float = PayloadConfig.bias_drift_prior, **online) -> OnlineEstimator:
     config = OnlineConfig(payload=PayloadConfig(force_noise_std=noise[0],
                                                 torque_noise_std=noise[1], bias_drift=drift,
-                                                drift_prior_std=prior),
+                                                bias_drift_prior=prior),
                           **online)
     est = OnlineEstimator(config)
     for k in range(0, int(np.searchsorted(rec.t, until)), 20):
@@ -188,8 +188,8 @@ def test_the_drift_prior_shortens_the_first_seconds_and_leaves_a_run_alone(drift
     minute the estimate is the one without the prior."""
     truth = drifting.sim.payload
     early = {prior: run(drifting, drift=True, until=1.5, prior=prior).estimate
-             for prior in (0.0, PayloadConfig.drift_prior_std)}
-    free, held = early[0.0], early[PayloadConfig.drift_prior_std]
+             for prior in (0.0, PayloadConfig.bias_drift_prior)}
+    free, held = early[0.0], early[PayloadConfig.bias_drift_prior]
     assert held.com_std.max() < 0.8 * free.com_std.max()
     assert np.abs(held.body.com - truth.com).max() < 3.0 * held.com_std.max()
     whole = run(drifting, drift=True, prior=0.0).estimate

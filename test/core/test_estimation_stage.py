@@ -234,3 +234,37 @@ def test_the_solves_thin_out_as_the_data_grow_and_the_estimate_stays_within_its_
     assert worst < within, worst
     np.testing.assert_allclose(shared.online.estimate.pi, every.online.estimate.pi,
                                atol=within * float(every.online.estimate.std[:10].min()))
+
+
+class Eventful(OnlineEstimator):
+    """An estimator whose step says ``"contact_start"`` when :attr:`event_next` is set, as
+    the real one does when a contact begins."""
+
+    event_next = False
+
+    def add(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        step = super().add(*args, **kwargs)
+        if self.event_next:
+            step.events.append("contact_start")
+            self.event_next = False
+        return step
+
+
+def test_an_event_between_due_solves_brings_the_next_solve(
+        samples: dict[str, np.ndarray]) -> None:
+    """With a share no batch reaches (1), only the estimator's events, statistics changed in
+    kind and :data:`SHARE_MAX_GAP` bring a solve: an event in the batch after a solve,
+    before the next is due, brings one at the next due batch."""
+    stage = EstimationStage(Eventful(OnlineConfig(min_samples=200)), 0.03, solve_share=1.0)
+    solved, event_at = [], None
+    for start in range(0, 2000, 5):  # 10 ms batches on a clock of their stamps
+        part = _part(samples, start, start + 5)
+        now = float(part["times"][-1])
+        if event_at is None and solved and solved[-1] > 1.0 and now - solved[-1] < 0.015:
+            stage.online.event_next, event_at = True, now  # the batch right after a solve
+        if stage.add(part, now).solves:
+            solved.append(now)
+    assert event_at is not None
+    after = [t for t in solved if t > event_at]
+    assert after[0] <= event_at + 0.03 + 1e-9, (event_at, after[:3])
+    assert np.diff(solved[1:]).max() <= SHARE_MAX_GAP + 0.03 + 1e-9

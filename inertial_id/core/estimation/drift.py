@@ -130,7 +130,8 @@ def drift_of(estimate: Estimate, profile: Profile, stats: SufficientStatistics,
     """The drift rate at ``estimate`` of the profiled ``stats`` (:func:`profile_drift`) and
     its covariance ``s^2 H_dd^-1 + K C K^T`` (``K = H_dd^-1 H_dx``, ``C`` the estimate's
     covariance of ``[pi; b]``, ``s^2`` the residual variance scaled as the offset's
-    covariance is over its classical one); ``time``: the stamp of ``tau_now`` (s)."""
+    covariance is over its classical one; ``H_dd`` holds the prior's precision, which
+    ``s^2`` scales too); ``time``: the stamp of ``tau_now`` (s)."""
     x = np.concatenate((estimate.pi, estimate.offset))
     gain = profile.h_dd_inverse @ profile.h_dx
     rate = drift_rate(x, profile)

@@ -31,6 +31,7 @@ from inertial_id.core.errors import (
 from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.anomaly import ContactInterval, T2Monitor
 from inertial_id.core.estimation.bias_step import OpenAnomaly
+from inertial_id.core.estimation.drift import TORQUE_DRIFT_SCALE
 from inertial_id.core.estimation.held import Anomaly, HeldSamples, held_rows
 from inertial_id.core.estimation.online_types import (
     OnlineConfig,
@@ -175,7 +176,8 @@ class OnlineEstimator(AnomalyResolution):
         drift = None if self.estimate is None else self.estimate.drift
         if drift is None or not limit > 0:
             return ""
-        over = np.flatnonzero(np.abs(drift.rate) > np.repeat([limit, 0.1 * limit], 3))
+        over = np.flatnonzero(np.abs(drift.rate) > np.repeat(
+            [limit, TORQUE_DRIFT_SCALE * limit], 3))
         if not over.size:
             return ""
         axes = ", ".join(f"{WRENCH_AXES[i]} {drift.rate[i]:+.3g}/s" for i in over)

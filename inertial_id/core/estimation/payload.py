@@ -72,7 +72,7 @@ class PayloadConfig:
     covers the problem (cvxpy otherwise, and as long as it is not compiled and loaded).
     ``bias_drift``: the offset drifts linearly (:mod:`inertial_id.core.estimation.drift`);
     samples then need their stamps, and the estimate's offset is the bias at the latest.
-    ``drift_prior_std`` (N/s; torques a tenth, N m/s): the std of the drift rate's zero-mean
+    ``bias_drift_prior`` (N/s; torques a tenth, N m/s): the std of the drift rate's zero-mean
     prior (:func:`~inertial_id.core.estimation.drift.drift_prior_precision`; 0: none).
     """
 
@@ -95,7 +95,7 @@ class PayloadConfig:
     score_block_samples: int = 250
     dedicated_solver: bool = True
     bias_drift: bool = False
-    drift_prior_std: float = 0.01
+    bias_drift_prior: float = 0.01
 
     def __post_init__(self) -> None:
         wrench_sign(self.wrench_sign)
@@ -113,8 +113,8 @@ class PayloadConfig:
         if self.window_samples < 0 or self.block_samples < 1 or self.score_block_samples < 0:
             raise InertialIdError("window_samples and score_block_samples must be >= 0, "
                                   "block_samples >= 1")
-        if not self.drift_prior_std >= 0.0:
-            raise InertialIdError(f"drift_prior_std must be >= 0, got {self.drift_prior_std!r}")
+        if not self.bias_drift_prior >= 0.0:
+            raise InertialIdError(f"bias_drift_prior must be >= 0, got {self.bias_drift_prior!r}")
         if self.bias_drift and self.known_offset is not None:
             raise InertialIdError("bias_drift needs the offset estimated, not known_offset")
         if self.known_offset is not None and self.method in ("manifold", "pls"):
@@ -288,6 +288,12 @@ class PayloadIdentifier:
         self._all.add_normal_equations(information, moment, energy, 6 * n, n, noise)
 
     @property
+    def changed_in_kind(self) -> bool:
+        """No whole estimate since the statistics last changed in kind (a reset, a forgotten
+        or new known offset, new settings) or since the start."""
+        return self._with_uncertainty is None
+
+    @property
     def fast(self) -> bool:
         """Whether :meth:`estimate` costs microseconds (least squares, PLS, or the SDP by the
         dedicated solver once it is ready) rather than milliseconds (cvxpy, manifold)."""
@@ -330,7 +336,7 @@ class PayloadIdentifier:
         if not self.config.bias_drift:
             return statistics, None
         return profile_drift(statistics, self._tau_latest,
-                             drift_prior_precision(self.config.drift_prior_std))
+                             drift_prior_precision(self.config.bias_drift_prior))
 
     def _solve(self, statistics: SufficientStatistics) -> Estimate:
         """The configured method on statistics of ``[pi; offset]``."""
