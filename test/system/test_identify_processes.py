@@ -103,8 +103,9 @@ def client(processes: list[subprocess.Popen[bytes]]) -> Iterator[tuple[Client, A
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     try:
-        _spin_until(executor, lambda: bool(node.estimates) and node.client.server_is_ready(),
-                    120.0, processes, "no estimate or no identify server")
+        _spin_until(executor, lambda: bool(node.estimates) and bool(node.positions)
+                    and node.client.server_is_ready(), 120.0, processes,
+                    "no estimate, no joint state here or no identify server")
         yield node, executor
     finally:
         node.destroy_node()
