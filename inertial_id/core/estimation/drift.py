@@ -43,13 +43,19 @@ TORQUE_DRIFT_SCALE = 0.1
 """m: a torque drift (N m/s) is taken as this times a force drift (N/s), as in the warning."""
 
 
+def per_axis_rate(force: float) -> NDArray[np.float64]:
+    """A drift rate bound per axis ``[fx, fy, fz, tx, ty, tz]`` (6,): ``force`` N/s on the
+    forces and :data:`TORQUE_DRIFT_SCALE` times it (N m/s) on the torques."""
+    return np.repeat([force, TORQUE_DRIFT_SCALE * force], 3)
+
+
 def drift_prior_precision(force_std: float) -> NDArray[np.float64] | None:
-    """The prior's precision (6,) of the drift rate ``[fx, fy, fz, tx, ty, tz]``: ``1 /
-    std^2`` with ``force_std`` N/s for the forces and :data:`TORQUE_DRIFT_SCALE` times it
-    (N m/s) for the torques; None (no prior) when ``force_std`` is 0 or infinite."""
+    """The prior's precision (6,) of the drift rate: ``1 / std^2`` with the std
+    :func:`per_axis_rate` of ``force_std`` N/s; None (no prior) when ``force_std`` is 0 or
+    infinite."""
     if force_std <= 0.0 or not np.isfinite(force_std):
         return None
-    return np.repeat([force_std**-2, (TORQUE_DRIFT_SCALE * force_std) ** -2], 3)
+    return per_axis_rate(force_std) ** -2.0
 
 
 class DriftNormalEquations:

@@ -31,7 +31,7 @@ from inertial_id.core.errors import (
 from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.anomaly import ContactInterval, T2Monitor
 from inertial_id.core.estimation.bias_step import OpenAnomaly
-from inertial_id.core.estimation.drift import TORQUE_DRIFT_SCALE
+from inertial_id.core.estimation.drift import per_axis_rate
 from inertial_id.core.estimation.held import Anomaly, HeldSamples, held_rows
 from inertial_id.core.estimation.online_types import (
     OnlineConfig,
@@ -176,8 +176,7 @@ class OnlineEstimator(AnomalyResolution):
         drift = None if self.estimate is None else self.estimate.drift
         if drift is None or not limit > 0:
             return ""
-        over = np.flatnonzero(np.abs(drift.rate) > np.repeat(
-            [limit, TORQUE_DRIFT_SCALE * limit], 3))
+        over = np.flatnonzero(np.abs(drift.rate) > per_axis_rate(limit))
         if not over.size:
             return ""
         axes = ", ".join(f"{WRENCH_AXES[i]} {drift.rate[i]:+.3g}/s" for i in over)

@@ -168,11 +168,13 @@ class PayloadIdentifier:
         self._with_uncertainty = None
 
     def _set_weights(self, config: PayloadConfig) -> None:
-        """Row weights (inverse noise variances) of later samples, and their noise basis."""
+        """Row weights (inverse noise variances) of later samples, their noise basis, and the
+        drift prior's precision."""
         self._axis_weights = np.repeat(
             [config.force_noise_std**-2, config.torque_noise_std**-2], 3)
         self._noise_basis = noise_information_basis(self._axis_weights)
         self._normal_equations = BatchNormalEquations(self.sign, self._axis_weights)
+        self._drift_prior = drift_prior_precision(config.bias_drift_prior)
         if config.bias_drift:
             self._normal_equations = DriftNormalEquations(self._normal_equations)
 
@@ -335,8 +337,7 @@ class PayloadIdentifier:
         statistics = self.statistics.corrected()
         if not self.config.bias_drift:
             return statistics, None
-        return profile_drift(statistics, self._tau_latest,
-                             drift_prior_precision(self.config.bias_drift_prior))
+        return profile_drift(statistics, self._tau_latest, self._drift_prior)
 
     def _solve(self, statistics: SufficientStatistics) -> Estimate:
         """The configured method on statistics of ``[pi; offset]``."""
