@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         "mode": args.mode,
         "samples": args.samples,
         "samples_processed": int(pipeline.samples),
-        "samples_used": int(round(pipeline.online.identifier.statistics.samples)),
+        "samples_used": int(round(pipeline.online.samples)),
         "elapsed_s": round(out["elapsed"], 1),
         "us_per_sample": round(out["elapsed"] / max(out["fed"], 1) * 1e6, 1),
         "peak_rss_mb": round(peak_rss_mb(), 1),

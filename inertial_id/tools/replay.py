@@ -270,7 +270,7 @@ def replay(options: ReplayOptions) -> ReplayResult:
         start_time=start,
         contacts=[(c.start - start, c.end - start) for c in online.contacts],
         payload_changes=[t - start for t in online.payload_changes],
-        samples_used=int(round(online.identifier.statistics.samples)),
+        samples_used=int(round(online.samples)),
         samples_processed=pipeline.samples,
         pipeline=pipeline,
         dropped=dict(fed.dropped),

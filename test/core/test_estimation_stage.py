@@ -218,7 +218,7 @@ def test_the_solves_thin_out_as_the_data_grow_and_the_estimate_stays_within_its_
         if result.solves:
             solved_at.append(now)
             used_at.append(shared.online.used)
-            held_at.append(shared.online.identifier.statistics.samples)
+            held_at.append(shared.online.samples)
             evented.append(bool(result.events))
         reference, latest = every.online.estimate, shared.online.estimate
         if now > 1.0 and reference is not None:

@@ -15,6 +15,7 @@ import pytest
 
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimate import Estimate
+from inertial_id.core.estimation import online
 from inertial_id.core.estimation.online import OnlineConfig, OnlineEstimator
 from inertial_id.core.estimation.payload import PayloadConfig, PayloadIdentifier
 from inertial_id.core.kinematics import SensorKinematics
@@ -325,6 +326,57 @@ def test_what_is_decided_does_not_depend_on_the_batches(arm: Arm, seed: int) -> 
     np.testing.assert_allclose(ours.information, theirs.information, rtol=1e-9)
     assert a.estimate is not None and b.estimate is not None
     np.testing.assert_allclose(a.estimate.pi, b.estimate.pi, rtol=1e-7, atol=1e-9)
+
+
+def _gathered_takes(arm: Arm, wrench: np.ndarray) -> tuple[OnlineEstimator, list, int]:
+    """Batches of ``BATCH``, a solve every 250 samples except from 13.9 to 16 s (released
+    samples stay pending through the contact that a payload change at 14 s starts), a tare
+    at 7.56 s (between two solves); the estimator, its solves and how many times it took
+    samples into its statistics."""
+    est = OnlineEstimator(CONFIG)
+    solves, takes, tared = [], [0], False
+    take = est._take
+
+    def counted(*args: np.ndarray) -> None:
+        takes[0] += 1
+        take(*args)
+
+    est._take = counted  # type: ignore[method-assign]
+    for k in range(0, 18000, BATCH):
+        t = float(arm.t[k])
+        if t >= 7.56 and not tared:
+            est.tare()
+            tared = True
+        s = slice(k, k + BATCH)
+        est.add(arm.t[s], arm.twist[s], arm.proper[s], wrench[s])
+        if (k + BATCH) % 250 == 0 and not 13.9 <= t < 16.0:
+            solves.append((t, est.solve()))
+    return est, solves, takes[0]
+
+
+def test_taking_released_samples_together_changes_no_estimate(
+        arm: Arm, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Released samples gathered for ``TAKE_EVERY`` before they enter the statistics give,
+    at every solve, the estimate of each batch taken at once: through a contact, a payload
+    change and a tare (each takes or forgets what is pending at the right moment)."""
+    other = BodyParameters.from_mass_com_inertia(0.8, [0.0, 0.03, 0.09],
+                                                 [0.002, 0.0, 0.0, 0.002, 0.0, 0.001])
+    contacts = (Contact(5.0, 0.4, (0.0, 3.0, 0.0)),)
+    wrench = arm.simulation(contacts=contacts, payload_changes=((14.0, other),)).wrench(arm.t)
+    monkeypatch.setattr(online, "TAKE_EVERY", 0.0)
+    eager, eager_solves, eager_takes = _gathered_takes(arm, wrench)
+    monkeypatch.undo()
+    gathered, solves, takes = _gathered_takes(arm, wrench)
+    assert takes < eager_takes / 3, (takes, eager_takes)  # one per 0.1 s, not per batch
+    assert len(eager.contacts) == 1 and len(eager.payload_changes) == 1
+    assert [t for t, _ in eager_solves] == [t for t, _ in solves]
+    for (_, a), (_, b) in zip(eager_solves, solves, strict=True):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(b.pi, a.pi, rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(b.offset, a.offset, rtol=1e-9, atol=1e-12)
+    assert eager.ledger() == gathered.ledger()
+    assert eager.samples == gathered.samples
 
 
 # --- reset, tare, freeze --------------------------------------------------------------------

@@ -32,7 +32,7 @@ from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.anomaly import ContactInterval, T2Monitor
 from inertial_id.core.estimation.bias_step import OpenAnomaly
 from inertial_id.core.estimation.drift import per_axis_rate
-from inertial_id.core.estimation.held import Anomaly, HeldSamples, held_rows
+from inertial_id.core.estimation.held import Anomaly, Block, HeldSamples, held_rows
 from inertial_id.core.estimation.online_types import (
     OnlineConfig,
     StepResult,
@@ -70,6 +70,12 @@ span (a smooth kernel over W samples leaves about W / 2 correlated ones): the co
 time of the contact monitor's confirmation
 (:class:`~inertial_id.core.estimation.anomaly.T2Monitor`)."""
 WRENCH_AXES = ("fx", "fy", "fz", "tx", "ty", "tz")
+TAKE_EVERY = 0.1
+"""s of stamps the released samples may span before they enter the statistics together (a
+solve, a reset, new settings or an anomaly's resolution take them at once): one Gram matrix
+and one set of normal equations per tenth of a second instead of per batch. Every estimate
+is the same as with each batch taken at once, since the sums do not depend on the grouping
+(exactly so only without forgetting or a window, which take each batch at once)."""
 SETUP_CHECK_EVERY = 1000
 """Samples between two set-up checks (:class:`SetupCheck`; a second at 1 kHz: a set-up
 mistake is there from the start, and each check refits three least-squares problems)."""
@@ -90,6 +96,7 @@ class OnlineEstimator(AnomalyResolution):
         self.bias_steps: list[float] = []  # stamps (s) of recognised steps of the bias
         self.open_anomalies: list[OpenAnomaly] = []
         self._held = HeldSamples()  # waiting for the contact gate
+        self._pending: list[Block] = []  # released, not yet in the statistics
         self._exclude_until = -np.inf
         self._latest = -np.inf
         self._anomaly = Anomaly()  # the current contact's samples
@@ -128,6 +135,7 @@ class OnlineEstimator(AnomalyResolution):
                  if getattr(config.payload, n) != getattr(self.config.payload, n)]
         if fixed:
             raise InertialIdError(f"{', '.join(fixed)} cannot change while running: restart")
+        self._take_pending()  # under the settings they came with
         c = config
         self.monitor.reconfigure(c.confidence, c.training_samples, c.on_samples,
                                  c.off_samples, c.release, c.training_time)
@@ -358,7 +366,10 @@ class OnlineEstimator(AnomalyResolution):
         return result.t2, result.contact
 
     def _release(self) -> None:
-        """Move samples older than the gate margin into the statistics."""
+        """Move samples older than the gate margin into the statistics: at once while the
+        statistics forget or slide (their blocks follow the batches), else gathered until
+        they span :data:`TAKE_EVERY` or something reads or changes the statistics
+        (:meth:`_take_pending`)."""
         horizon = self._latest - self.config.gate_margin
         candidate = self.monitor.candidate_start
         if candidate is not None:  # a possible contact: hold what is within the margin of it
@@ -368,14 +379,28 @@ class OnlineEstimator(AnomalyResolution):
             return
         if self.frozen:
             self.counters[FROZEN] += data[0].size
-        else:
-            self._take(*data)
-            self.used += data[0].size
+            return
+        self.used += data[0].size
+        self._pending.append(data)
+        payload = self.config.payload
+        if (payload.forgetting_factor < 1.0 or payload.window_samples > 0
+                or data[0][-1] - self._pending[0][0][0] >= TAKE_EVERY):
+            self._take_pending()
+
+    def _take_pending(self) -> None:
+        """The released samples not yet in the statistics, into them (one Gram matrix)."""
+        if not self._pending:
+            return
+        stamps, rows = zip(*self._pending, strict=True)
+        self._pending.clear()
+        self._take(np.concatenate(stamps), np.concatenate(rows))
 
     def _take(self, stamps: NDArray[np.float64], rows: NDArray[np.float64]) -> None:
         """Held rows (:data:`SAMPLE_COLUMNS` first) and their stamps into the estimate's and
         the set-up check's statistics, from one Gram matrix of them (both with the smoothed
         angular-velocity products; the estimate's with the stamps when the bias drifts)."""
+        if not stamps.size:
+            return
         tau = self.identifier.drift_tau(stamps) if self.config.payload.bias_drift else None
         gram = batch_gram(rows[:, :6], rows[:, 6:12], rows[:, 12:18], rows[:, PRODUCTS], tau)
         self.identifier.add_gram(gram, rows[:, NOISE].reshape(-1, 6, 6))
@@ -388,6 +413,7 @@ class OnlineEstimator(AnomalyResolution):
 
         Raises :class:`SolverError` when the solve fails; the last estimate stays.
         """
+        self._take_pending()
         # First, and whatever follows: a set-up mistake can make the solve fail (torques in
         # N mm: infeasible) or the monitor see a contact everywhere.
         self._check_setup()
@@ -439,6 +465,7 @@ class OnlineEstimator(AnomalyResolution):
     def reset(self) -> None:
         """Forget the data, the estimate and the learned residual covariance (the ledger's
         counts go on: held samples count as ``reset``)."""
+        self._pending.clear()  # used, and forgotten with the statistics
         self.identifier.reset()
         self.setup.reset()
         self.setup_problems = []
@@ -449,6 +476,13 @@ class OnlineEstimator(AnomalyResolution):
         self._exclude_until = -np.inf
         self._anomaly.clear()
         self._recent_residuals.clear()
+
+    @property
+    def samples(self) -> float:
+        """Samples the estimate's statistics hold (weighted when they forget), the released
+        ones not yet taken (:data:`TAKE_EVERY`) included."""
+        pending = sum(stamps.size for stamps, _ in self._pending)
+        return self.identifier.statistics.samples + pending
 
     @property
     def held(self) -> int:

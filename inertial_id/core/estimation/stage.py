@@ -199,7 +199,7 @@ class EstimationStage:
                 or self.online.estimate is None or self.online.identifier.changed_in_kind):
             return True
         new = self.online.used - self._used_at_solve
-        return new >= self.solve_share * self.online.identifier.statistics.samples
+        return new >= self.solve_share * self.online.samples
 
     def _solve_into(self, now: float, out: StageResult) -> None:
         estimate = self.solve(now)
