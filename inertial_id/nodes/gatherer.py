@@ -59,6 +59,9 @@ COALESCE = 0.0005
 driver publishing its joint states and wrench in the same cycle) leave in one batch."""
 
 
+ARMED_CHECK = 0.05
+"""s after its due time that an armed batch timer is taken as armed without asking rclpy."""
+
 BURST = 2.0
 """Batches that may leave in quick succession (the token bucket's depth), so that a driver's
 jitter does not hold a batch back."""
@@ -93,6 +96,7 @@ class Gatherer(PipelineNode):
         self.tokens, self.tokens_at = BURST, time.monotonic()
         self.publish_timer = steady_timer(self, 1.0 / self.publish_rate, self.publish_ready,
                                           autostart=False)
+        self.armed_until = 0.0  # s (time.monotonic): before it, the batch timer is armed
         self.compensated = CompensatedWrenchOutput(self, values["queue_depth"])
         self.fifo_set = False  # this node put the process under SCHED_FIFO
         self.set_priority(values["realtime_priority"])
@@ -210,10 +214,14 @@ class Gatherer(PipelineNode):
         A token bucket rather than a minimum interval since the last batch: with a driver
         publishing at about ``publish_rate``, every late burst would push that interval's
         grid later for good, until batches waited up to a whole period."""
-        if not self.publish_timer.is_canceled():
+        now = time.monotonic()
+        # Armed by this node a moment ago: not asking rclpy at every message. Later, ask (a
+        # lifecycle deactivation cancels the timer without its callback running).
+        if now < self.armed_until or not self.publish_timer.is_canceled():
             return
         self._refill()
         wait = max(COALESCE, (1.0 - self.tokens) / self.publish_rate)
+        self.armed_until = now + wait + ARMED_CHECK
         set_period(self.publish_timer, wait)
 
     def on_joint_state(self, raw: bytes) -> None:
@@ -266,6 +274,7 @@ class Gatherer(PipelineNode):
     def publish_ready(self) -> None:
         """The batch timer: publish what is ready (one-shot: the next message re-arms it)."""
         self.publish_timer.cancel()
+        self.armed_until = 0.0
         self._refill()
         self.tokens -= 1.0
         if self.gathering is None:
