@@ -291,9 +291,9 @@ class Gatherer(PipelineNode):
                                           self.gathering.provisional_choice, True)
         if len(batch):
             assert choice is not None  # samples come once a filter is chosen
-            self.batches.publish(self.encoder.joint_samples(
-                batch, self.gathering.joint_names, self.gathering.wrench_frame, self.published,
-                choice.past_span, provisional))
+            values = (batch, tuple(self.gathering.joint_names), self.gathering.wrench_frame,
+                      self.published, choice.past_span, provisional)
+            self.batches.publish(lambda: self.encoder.joint_samples(*values), values)
         self.published += len(batch)
         self.provisional_published += len(batch) if provisional else 0
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
 
+from inertial_id.core.samples import SyncedSamples
 from inertial_id.core.stages import KinematicsStage
 from inertial_id.io.cdr import CdrDecoder, CdrEncoder
 from inertial_id.msg import JointSamples, SensorSamples
@@ -89,14 +90,23 @@ class Kinematics(PipelineNode):
         return DiagnosticStatus.OK, f"sensor frame {self.sensor_frame}", values
 
     def on_samples(self, raw: bytes) -> None:
-        self.input.tick()
+        """A serialised batch from the subscription: decoded, then :meth:`take_samples`."""
         try:
-            batch, names, frame_id, before, span, provisional = joint_samples_from_bytes(
-                raw, self.decoder)
+            decoded = joint_samples_from_bytes(raw, self.decoder)
         except UndecodableError as exc:
+            self.input.tick()
             self.undecodable += 1
             self.get_logger().warning(f"joint samples dropped: {exc}", throttle_duration_sec=2.0)
             return
+        self.take_samples(decoded)
+
+    def take_samples(self, decoded: tuple[SyncedSamples, tuple[str, ...], str, int, float,
+                                          bool]) -> None:
+        """A batch as :func:`~inertial_id.nodes.conversions.joint_samples_from_bytes` gives
+        it (from the subscription, or from the gatherer in the same process): its sensor
+        kinematics to the solver."""
+        self.input.tick()
+        batch, names, frame_id, before, span, provisional = decoded
         self.samples_in += len(batch)
         self.upstream.update(before, len(batch))
         if self.stage is None:
@@ -109,11 +119,16 @@ class Kinematics(PipelineNode):
         if out.samples is None:
             return
         kept = out.samples
-        self.batches.publish(self.encoder.sensor_samples(
-            kept.times, self.sensor_frame, self.samples_out, twist=out.twist,
-            proper_acceleration=out.proper_acceleration, wrench=kept.wrench,
-            wrench_raw=kept.wrench_raw, acceleration_noise=kept.acceleration_noise,
-            filter_span=span, angular_products=kept.angular_products, provisional=provisional))
+        samples = {"times": kept.times, "twist": out.twist,
+                   "proper_acceleration": out.proper_acceleration, "wrench": kept.wrench,
+                   "wrench_raw": kept.wrench_raw, "acceleration_noise": kept.acceleration_noise,
+                   "angular_products": kept.angular_products, "filter_span": span}
+        before = self.samples_out
+        self.batches.publish(
+            lambda: self.encoder.sensor_samples(
+                frame_id=self.sensor_frame, samples_before=before, provisional=provisional,
+                **samples),
+            (samples, self.sensor_frame, before, provisional))
         self.samples_out += len(kept)
 
 

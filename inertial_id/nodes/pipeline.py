@@ -3,7 +3,7 @@
 The three nodes keep their names, parameters, topics, services and diagnostics (a parameter
 file's ``/**/gatherer``, ``/**/kinematics`` and ``/**/solver`` sections apply as they do to
 the separate executables), and run on one executor. Their batches go from node to node by a
-direct call (:class:`~inertial_id.nodes.common.BatchLink`): no serialisation round trip and
+direct call, decoded (:class:`~inertial_id.nodes.common.BatchLink`): no serialisation and
 no DDS hop between them, and ``joint_samples`` and ``sensor_samples`` are published only
 while something else subscribes to them. ``ros2 launch inertial_id inertial_id.launch.xml
 one_process:=true`` starts it; ``ros2 run inertial_id pipeline`` too. The lifecycle version
@@ -32,8 +32,8 @@ the parameter file's, or ``robot_description``."""
 
 def link(gatherer: Gatherer, kinematics: Kinematics, solver: Solver) -> None:
     """Hand each node's batches straight to the next one (same process)."""
-    gatherer.batches.link(kinematics.on_samples, kinematics.subscription, kinematics)
-    kinematics.batches.link(solver.on_samples, solver.subscription, solver)
+    gatherer.batches.link(kinematics.take_samples, kinematics.subscription, kinematics)
+    kinematics.batches.link(solver.take_samples, solver.subscription, solver)
 
 
 def pipeline_nodes(overrides: Sequence[Parameter] = (),

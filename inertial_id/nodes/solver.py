@@ -238,14 +238,21 @@ class Solver(PipelineNode):
         return handle
 
     def on_samples(self, raw: bytes) -> None:
-        """One batch of sensor samples through the estimation stage; the contact flags of
-        what it used, and the estimate when the stage solved."""
+        """A serialised batch from the subscription: decoded, then :meth:`take_samples`."""
         try:
-            samples, frame_id, before, provisional = sensor_samples_from_bytes(raw, self.decoder)
+            decoded = sensor_samples_from_bytes(raw, self.decoder)
         except UndecodableError as exc:
             self.undecodable += 1
             self.get_logger().warning(f"sensor samples dropped: {exc}", throttle_duration_sec=2.0)
             return
+        self.take_samples(decoded)
+
+    def take_samples(self, decoded: tuple[dict[str, Any], str, int, bool]) -> None:
+        """One batch of sensor samples, as :func:`~inertial_id.nodes.conversions.
+        sensor_samples_from_bytes` gives it (from the subscription, or from the kinematics in
+        the same process), through the estimation stage; the contact flags of what it used,
+        and the estimate when the stage solved."""
+        samples, frame_id, before, provisional = decoded
         count = samples["times"].size
         if not count:
             return

@@ -1,19 +1,21 @@
 """The pipeline's batches between its own nodes (``joint_samples``, ``sensor_samples``):
-serialised once, published on their topic, and handed straight to the next node's callback
-when both run in one process (:class:`BatchLink`, :mod:`inertial_id.nodes.pipeline`).
+published on their topic, and handed straight to the next node, as the values its decoder
+would give, when both run in one process (:class:`BatchLink`,
+:mod:`inertial_id.nodes.pipeline`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from rclpy.node import Node
 from rclpy.subscription import Subscription
 
 from inertial_id.nodes.common.qos import pipeline_qos
 
-Receiver = Callable[[bytes], None]
-"""A node's callback for a serialised batch."""
+Receiver = Callable[[Any], None]
+"""A linked node's callback for a decoded batch (what its subscription's decoder gives)."""
 
 
 class BatchLink:
@@ -21,8 +23,9 @@ class BatchLink:
 
     Unlinked, :meth:`publish` publishes every batch. Once :meth:`link` gave it the next node's
     callback (that node's own subscription to the topic removed), a batch goes to that
-    callback directly, with no serialisation round trip or DDS hop, and on the topic only
-    while something else subscribes to it (a probe, ``ros2 topic echo``, a recorder)."""
+    callback directly, decoded, with no serialisation round trip or DDS hop, and is
+    serialised for the topic only while something else subscribes to it (a probe, ``ros2
+    topic echo``, a recorder)."""
 
     def __init__(self, node: Node, msg_type: type, topic: str) -> None:
         self.publisher = node.create_publisher(msg_type, topic, pipeline_qos())
@@ -34,10 +37,11 @@ class BatchLink:
         owner.destroy_subscription(subscription)
         self.receivers.append(receiver)
 
-    def publish(self, raw: bytes) -> None:
-        """One serialised batch to the linked callbacks and, when anyone subscribes, the
-        topic."""
+    def publish(self, encode: Callable[[], bytes], decoded: Any) -> None:
+        """One batch: ``decoded`` (the values the receiver's decoder gives for the bytes
+        ``encode()`` returns) to the linked callbacks and, serialised, to the topic when
+        anyone subscribes to it."""
         if not self.receivers or self.publisher.get_subscription_count():
-            self.publisher.publish(raw)
+            self.publisher.publish(encode())
         for receiver in self.receivers:
-            receiver(raw)
+            receiver(decoded)
