@@ -4,6 +4,7 @@ clock.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 from builtin_interfaces.msg import Time
@@ -53,5 +54,21 @@ def steady_timer(node: Node, period: float, callback: Callable[[], None],
     a 0.3 s callback the solver's 1 Hz diagnostics fired 11 times in 30 ms and then fell
     silent for 11 s of bag time. Without ``/clock`` at all they would never fire.
     """
-    return node.create_timer(period_ns(period) * 1e-9, callback,
+    return node.create_timer(period_ns(period) * 1e-9, _no_arguments(callback),
                              clock=Clock(clock_type=ClockType.STEADY_TIME), autostart=autostart)
+
+
+NO_ARGUMENTS = inspect.Signature()
+
+
+def _no_arguments(callback: Callable[[], None]) -> Callable[[], None]:
+    """``callback`` behind a function whose signature is known: rclpy's executors read a
+    timer callback's signature at every call (to pass a ``TimerInfo`` to those that take
+    one), which costs 17 us for a bound method and 3 us with ``__signature__`` set; the
+    gatherer's batch timer fires up to 200 times a second."""
+
+    def fire() -> None:
+        callback()
+
+    fire.__signature__ = NO_ARGUMENTS  # type: ignore[attr-defined]
+    return fire
