@@ -2,8 +2,10 @@
 """Throughput, drops, latency and CPU of the live pipeline; per-sample cost of the core.
 
 The simulator publishes 1 kHz wrenches and 500 Hz joint states; gatherer, kinematics and solver
-run either as separate processes (the node executables, as ``ros2 run`` starts them) or all in
-one process with one executor (as ``inertial-id demo`` runs them). For each gatherer setting
+run as separate processes (the node executables, as ``ros2 run`` starts them), in the
+shipped one-process mode (the ``pipeline`` executable, ``one_process:=true``: the three nodes
+linked in one process, the simulator in its own), or all four in one process with one
+executor, unlinked (``--composed``). For each gatherer setting
 (``window`` joint samples of the fixed-lag filter and its ``lag``, batch ``publish_rate``)
 it reports:
 
@@ -67,6 +69,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `bench` as a package
 
@@ -432,6 +435,19 @@ def run_pipeline(mode: str, setting: Setting, duration: float, env: dict[str, st
             processes["simulator"] = _start("simulator", [*child, "simulator", spec], env,
                                             logdir)
             source = processes["simulator"]
+        elif mode == "one_process":
+            config = logdir / "one_process.yaml"
+            config.write_text(yaml.safe_dump({
+                "/**/gatherer": {"ros__parameters": setting.gatherer_parameters()},
+                "/**/solver": {"ros__parameters": dict(solver or {})}}))
+            processes["pipeline"] = _start("pipeline", [
+                str(BIN / "inertial_id_pipeline"), f"--urdf-path={bundled_urdf_path()}",
+                "--ros-args", "--params-file", str(config)], env, logdir)
+            if not probe.spin(60.0, lambda: all(n in probe.status for n in NODES)):
+                raise RuntimeError("the pipeline published no diagnostics in 60 s")
+            processes["simulator"] = _start("simulator", [*child, "simulator", spec], env,
+                                            logdir)
+            source = processes["simulator"]
         else:
             processes["composed"] = _start("composed", [*child, "composed", spec], env, logdir)
             source = processes["composed"]
@@ -455,7 +471,7 @@ def run_pipeline(mode: str, setting: Setting, duration: float, env: dict[str, st
         stage = {k: list(v) for k, v in probe.stage.items()}
         # Stop the simulator; the rest drains until the counters stop moving.
         source.popen.send_signal(signal.SIGINT)
-        if mode == "separate":
+        if mode != "composed":
             source.popen.wait(timeout=30)
         deadline = time.monotonic() + 30.0
         while time.monotonic() < deadline:
@@ -485,7 +501,7 @@ def run_pipeline(mode: str, setting: Setting, duration: float, env: dict[str, st
     else:
         shutil.rmtree(logdir, ignore_errors=True)
     finally:
-        for name in ("simulator", "composed", *NODES):
+        for name in ("simulator", "composed", "pipeline", *NODES):
             if name in processes:
                 _stop(processes[name])
                 processes[name].log.close()
@@ -775,6 +791,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="only the composed runs (all nodes in one process, one executor)")
     phase.add_argument("--separate", action="store_true",
                        help="only the runs with the nodes as separate processes")
+    phase.add_argument("--one-process", action="store_true",
+                       help="only the runs of the shipped one-process mode (the pipeline "
+                       "executable: the three nodes linked in one process, the simulator "
+                       "in another)")
     phase.add_argument("--core-only", action="store_true", help="only the in-process core cost")
     parser.add_argument("--settings", default="41:2:200,15:-1:50",
                         help="gatherer settings to try, window:lag:publish_rate[:tick] comma "
@@ -808,13 +828,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.child:
         return _child(args.child[0], parse_settings(args.child[1], args.tick)[0], executors[0])
     solver = solver_values(args, parser)
-    if solver and not (args.separate and executors == ["single"]):
-        parser.error("--solver needs --separate and the node executables (--executor single)")
+    if solver and not ((args.separate or args.one_process) and executors == ["single"]):
+        parser.error("--solver needs --separate or --one-process and the node executables "
+                     "(--executor single)")
+    if args.one_process and executors != ["single"]:
+        parser.error("--one-process runs the pipeline executable (--executor single)")
 
     load_before = os.getloadavg()
     modes = [] if args.core_only else (["composed"] if args.composed else
                                        ["separate"] if args.separate else
-                                       ["separate", "composed"])
+                                       ["one_process"] if args.one_process else
+                                       ["separate", "one_process", "composed"])
     runs: list[Run] = []
     if modes:
         os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")

@@ -127,6 +127,13 @@ class SufficientStatistics:
                 self._close_block()
 
     @property
+    def block_room(self) -> float:
+        """Samples the open score block takes before it closes (inf without score blocks):
+        a caller that groups batches takes them before they reach it, so that each block
+        holds the batches it would hold one at a time."""
+        return np.inf if self._block is None else self.score_block - self._block_count
+
+    @property
     def _zero_noise(self) -> NDArray[np.float64]:
         return np.zeros((self.n_unknowns, self.n_unknowns))
 

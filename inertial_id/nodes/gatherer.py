@@ -207,6 +207,10 @@ class Gatherer(PipelineNode):
         self.tokens = min(BURST, self.tokens + (now - self.tokens_at) * self.publish_rate)
         self.tokens_at = now
 
+    def timers_stopped(self) -> None:
+        """The batch timer was cancelled from outside: the next message arms it."""
+        self.armed_until = 0.0
+
     def schedule(self) -> None:
         """Arm the batch timer unless it is armed: COALESCE from now, or when the bucket
         holds a batch again.

@@ -123,6 +123,7 @@ class ManagedMixin(LifecycleNodeMixin):
         self._active = False
         for timer in self._timers_owned():
             timer.cancel()
+        self.timers_stopped()
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:

@@ -47,18 +47,27 @@ def test_linked_nodes_get_what_their_decoders_read_from_the_published_bytes() ->
             stamps = [t.sec + 1e-9 * t.nanosec for t in msg.stamps]
             np.testing.assert_allclose(batch.times, stamps, rtol=0, atol=1e-6)
             for name in ("position", "velocity", "acceleration", "wrench", "wrench_raw",
-                         "twist", "proper_acceleration"):
+                         "twist", "proper_acceleration", "angular_products"):
                 np.testing.assert_array_equal(getattr(batch, name).ravel(),
                                               np.asarray(getattr(msg, name)), err_msg=name)
+            _same_noise(batch.acceleration_noise, msg.acceleration_noise)
         for (samples, frame, before, provisional), msg in zip(to_solver, sensor_msgs,
                                                               strict=True):
             assert (frame, before, provisional, samples["filter_span"]) == (
                 msg.header.frame_id, msg.samples_before, msg.provisional, msg.filter_span)
-            for name in ("twist", "proper_acceleration", "wrench", "wrench_raw"):
+            stamps = [t.sec + 1e-9 * t.nanosec for t in msg.stamps]
+            np.testing.assert_allclose(samples["times"], stamps, rtol=0, atol=1e-6)
+            for name in ("twist", "proper_acceleration", "wrench", "wrench_raw",
+                         "angular_products"):
                 np.testing.assert_array_equal(samples[name].ravel(),
                                               np.asarray(getattr(msg, name)), err_msg=name)
-            noise = samples["acceleration_noise"]
-            upper = np.triu_indices(6)
-            np.testing.assert_allclose(noise[:, upper[0], upper[1]].ravel(),
-                                       np.asarray(msg.acceleration_noise), rtol=1e-12)
-            np.testing.assert_allclose(noise, noise.transpose(0, 2, 1), rtol=1e-12, atol=1e-30)
+            _same_noise(samples["acceleration_noise"], msg.acceleration_noise)
+
+
+def _same_noise(noise: np.ndarray, published: object) -> None:
+    """(N, 6, 6) covariances against a message's upper triangles; symmetric, as the decoder
+    makes them."""
+    upper = np.triu_indices(6)
+    np.testing.assert_allclose(noise[:, upper[0], upper[1]].ravel(), np.asarray(published),
+                               rtol=1e-12)
+    np.testing.assert_allclose(noise, noise.transpose(0, 2, 1), rtol=1e-12, atol=1e-30)

@@ -75,7 +75,9 @@ TAKE_EVERY = 0.1
 solve, a reset, new settings or an anomaly's resolution take them at once): one Gram matrix
 and one set of normal equations per tenth of a second instead of per batch. Every estimate
 is the same as with each batch taken at once, since the sums do not depend on the grouping
-(exactly so only without forgetting or a window, which take each batch at once)."""
+(exactly so only without forgetting or a window, which take each batch at once), and each
+block of the block-robust covariance closes after the batch it closed after before: what is
+pending is taken once it would fill the open block."""
 SETUP_CHECK_EVERY = 1000
 """Samples between two set-up checks (:class:`SetupCheck`; a second at 1 kHz: a set-up
 mistake is there from the start, and each check refits three least-squares problems)."""
@@ -97,6 +99,7 @@ class OnlineEstimator(AnomalyResolution):
         self.open_anomalies: list[OpenAnomaly] = []
         self._held = HeldSamples()  # waiting for the contact gate
         self._pending: list[Block] = []  # released, not yet in the statistics
+        self._pending_count = 0
         self._exclude_until = -np.inf
         self._latest = -np.inf
         self._anomaly = Anomaly()  # the current contact's samples
@@ -382,9 +385,11 @@ class OnlineEstimator(AnomalyResolution):
             return
         self.used += data[0].size
         self._pending.append(data)
+        self._pending_count += data[0].size
         payload = self.config.payload
         if (payload.forgetting_factor < 1.0 or payload.window_samples > 0
-                or data[0][-1] - self._pending[0][0][0] >= TAKE_EVERY):
+                or abs(data[0][-1] - self._pending[0][0][0]) >= TAKE_EVERY
+                or self._pending_count >= self.identifier.statistics.block_room):
             self._take_pending()
 
     def _take_pending(self) -> None:
@@ -392,8 +397,13 @@ class OnlineEstimator(AnomalyResolution):
         if not self._pending:
             return
         stamps, rows = zip(*self._pending, strict=True)
-        self._pending.clear()
+        self._clear_pending()
         self._take(np.concatenate(stamps), np.concatenate(rows))
+
+    def _clear_pending(self) -> None:
+        """Forget the released samples not yet taken (used: they go with the statistics)."""
+        self._pending.clear()
+        self._pending_count = 0
 
     def _take(self, stamps: NDArray[np.float64], rows: NDArray[np.float64]) -> None:
         """Held rows (:data:`SAMPLE_COLUMNS` first) and their stamps into the estimate's and
@@ -465,7 +475,7 @@ class OnlineEstimator(AnomalyResolution):
     def reset(self) -> None:
         """Forget the data, the estimate and the learned residual covariance (the ledger's
         counts go on: held samples count as ``reset``)."""
-        self._pending.clear()  # used, and forgotten with the statistics
+        self._clear_pending()  # used, and forgotten with the statistics
         self.identifier.reset()
         self.setup.reset()
         self.setup_problems = []
@@ -481,8 +491,7 @@ class OnlineEstimator(AnomalyResolution):
     def samples(self) -> float:
         """Samples the estimate's statistics hold (weighted when they forget), the released
         ones not yet taken (:data:`TAKE_EVERY`) included."""
-        pending = sum(stamps.size for stamps, _ in self._pending)
-        return self.identifier.statistics.samples + pending
+        return self.identifier.statistics.samples + self._pending_count
 
     @property
     def held(self) -> int:

@@ -22,7 +22,7 @@ from inertial_id.core.errors import InertialIdError
 from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.anomaly import T2Monitor
 from inertial_id.core.estimation.bias_step import OpenAnomaly, bias_step
-from inertial_id.core.estimation.held import Anomaly, Block
+from inertial_id.core.estimation.held import Anomaly
 from inertial_id.core.estimation.online_types import OnlineConfig
 from inertial_id.core.estimation.payload import PayloadIdentifier
 from inertial_id.core.estimation.payload_change import NewPayloadTest
@@ -57,7 +57,7 @@ class AnomalyResolution:
     _recent_residuals: deque[NDArray[np.float64]]
     _exclude_until: float
     _latest: float
-    _pending: list[Block]
+    _clear_pending: Callable[[], None]
     _take: Callable[[NDArray[np.float64], NDArray[np.float64]], None]
     _take_pending: Callable[[], None]
     _new_monitor: Callable[[], T2Monitor]
@@ -106,7 +106,7 @@ class AnomalyResolution:
         """A new payload from the anomaly's samples on: the statistics restart with them."""
         self.payload_changes.append(float(stamps[0]))
         events.append("payload_change")
-        self._pending.clear()  # used by the old payload's statistics, forgotten with them
+        self._clear_pending()  # used by the old payload's statistics, forgotten with them
         self.identifier.reset()
         self.setup.reset()
         self._take(stamps, rows)

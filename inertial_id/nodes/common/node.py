@@ -53,6 +53,10 @@ class PipelineNode(Node):
         """Apply runtime parameter changes
         (:class:`~inertial_id.nodes.common.parameters.LiveParameters`); none by default."""
 
+    def timers_stopped(self) -> None:
+        """Every timer of the node was just cancelled (a lifecycle deactivation): forget
+        what was known of them; nothing by default."""
+
     def _apply(self, values: dict[str, Any], changed: set[str]) -> None:
         if self.is_set_up:
             self.apply_parameters(values, changed)

@@ -41,13 +41,13 @@ def spin(executor: Executor, context: Context | None = None,
     :data:`CHECK_PERIOD`.
 
     In between, the executor runs every event it gets without coming back to Python: the
-    events executor's ``spin_until_future_complete`` on a future that never completes, with
+    events executor's ``spin_until_future_complete`` on a future that does not complete, with
     a timeout (one ``spin_once`` per event cost a Python loop turn for each of the 1,500
-    messages a second a wrist sensor and the joint states bring)."""
+    messages a second a wrist sensor and the joint states bring). A new future each turn:
+    rclpy's Python executors add a callback to the future at every call and keep it."""
     ok = (context or rclpy.get_default_context()).ok
-    never = Future()
     while ok() and not until():
-        executor.spin_until_future_complete(never, timeout_sec=CHECK_PERIOD)
+        executor.spin_until_future_complete(Future(), timeout_sec=CHECK_PERIOD)
 
 
 def init(args: Sequence[str] | None = None) -> None:
