@@ -194,8 +194,10 @@ class TorquePayloadMode:
         self.solves += 1
         header = Header(stamp=to_stamp(self.last_stamp or 0.0), frame_id=self.frame)
         judged = self.online.verdicts
-        self.parameters_pub.publish(estimate_to_msg(estimate, header, judged))
-        self.inertia_pub.publish(body_to_inertia_stamped(estimate.body, header))
+        guard = self.contacts.guard  # built only while read; nothing non-finite leaves
+        guard.publish_read(self.parameters_pub, lambda: estimate_to_msg(estimate, header, judged))
+        guard.publish_read(self.inertia_pub,
+                           lambda: body_to_inertia_stamped(estimate.body, header))
         self.status = (DiagnosticStatus.OK if judged.payload else DiagnosticStatus.WARN,
                        f"{estimate.body.mass:.4g} kg from {self.online.stream.samples} states"
                        + ("" if judged.payload else " (not converged)"))
@@ -212,7 +214,8 @@ class TorquePayloadMode:
             "joint_states_received": self.received, "joint_states_rejected": self.rejected,
             "samples_used": self.online.stream.samples if self.online else 0,
             "solves": self.solves, "solve_failures": self.failures,
-            "contacts": self.online.contacts if self.online else 0}
+            "contacts": self.online.contacts if self.online else 0,
+            "messages_withheld_not_finite": sum(self.contacts.guard.withheld.values())}
         estimate = self.online.estimate if self.online else None
         if estimate is not None:
             values["mass_kg"] = float(estimate.body.mass)
