@@ -268,3 +268,20 @@ def test_an_event_between_due_solves_brings_the_next_solve(
     after = [t for t in solved if t > event_at]
     assert after[0] <= event_at + 0.03 + 1e-9, (event_at, after[:3])
     assert np.diff(solved[1:]).max() <= SHARE_MAX_GAP + 0.03 + 1e-9
+
+
+def test_the_provisional_stage_follows_settings_changed_while_running(
+        samples: dict[str, np.ndarray]) -> None:
+    """A solve period, share and estimator settings changed while the provisional samples
+    come reach the provisional stage too (it is made from the first of them)."""
+    stage = _stage(period=0.005)
+    stage.add(_part(samples, 0, 5), 0.005, provisional=True)
+    stage.solve_period, stage.solve_share = 0.1, 0.01
+    config = OnlineConfig(min_samples=300, confidence=0.95)
+    stage.online.reconfigure(config)
+    stage.add(_part(samples, 5, 10), 0.01, provisional=True)
+    provisional = stage.provisional
+    assert provisional is not None
+    assert (provisional.solve_period, provisional.solve_share) == (0.1, 0.01)
+    assert provisional.online.config is config
+    assert provisional.online.monitor.confidence == 0.95

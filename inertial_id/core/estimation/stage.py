@@ -220,7 +220,15 @@ class EstimationStage:
                                                self.solve_period,
                                                copy.deepcopy(self.compensation),
                                                self.uncertainty_period, self.solve_share)
+        self._follow_settings(self.provisional)
         return self.provisional.add(samples, now)
+
+    def _follow_settings(self, provisional: EstimationStage) -> None:
+        """The provisional stage takes this one's settings changed while running (solve
+        period and share, the estimator's :meth:`~OnlineEstimator.reconfigure`)."""
+        provisional.solve_period, provisional.solve_share = self.solve_period, self.solve_share
+        if provisional.online.config is not self.online.config:
+            provisional.online.reconfigure(self.online.config)
 
     def _step(self, samples: Mapping[str, Any], out: StageResult) -> bool:
         """One call of the estimator; False (counted, ``out`` says why) when refused."""
