@@ -147,6 +147,7 @@ class Solver(PipelineNode):
         self.inertia_pub = self.create_publisher(InertiaStamped, "~/inertia", 10)
         self.markers_pub = self.create_publisher(MarkerArray, "~/markers", 10)
         self._markers_drawn = False
+        self._markers_shown: bool | None = None  # in colour (converged, no contact) when drawn
         self.contacts = ContactPublisher(self, values["contact_decimation"])
         self.diagnostics = Diagnostics(self, "payload estimate", self.diagnostic_status)
         self.decoder = CdrDecoder()
@@ -317,7 +318,7 @@ class Solver(PipelineNode):
         header = Header(stamp=stamp, frame_id=frame)
         if estimate is None and self._markers_drawn:  # reset, or a new payload
             self.contacts.guard.publish(self.markers_pub, clear_markers(header))
-            self._markers_drawn = False
+            self._markers_drawn, self._markers_shown = False, None
         if estimate is None or not estimate.physically_consistent:
             return
         guard = self.contacts.guard  # one count of what was withheld, on every topic
@@ -325,11 +326,14 @@ class Solver(PipelineNode):
             estimate, header, current.verdicts, current.setup_error))
         guard.publish_read(self.inertia_pub,
                            lambda: body_to_inertia_stamped(estimate.body, header))
-        if now - self.last_markers >= MARKER_PERIOD:
+        shown = current.converged and not current.in_contact
+        # At most every MARKER_PERIOD, and at once when they turn grey or back (a contact
+        # starts with a solve, and during it few solves come: nothing new is used).
+        if now - self.last_markers >= MARKER_PERIOD or shown != self._markers_shown:
             self.last_markers = now
-            shown = current.converged and not current.in_contact
-            self._markers_drawn |= guard.publish_read(
-                self.markers_pub, lambda: estimate_to_markers(estimate, header, shown))
+            if guard.publish_read(self.markers_pub,
+                                  lambda: estimate_to_markers(estimate, header, shown)):
+                self._markers_drawn, self._markers_shown = True, shown
 
     def _status(self) -> tuple[bytes, str]:
         online = self.stage.current
