@@ -8,7 +8,8 @@ from a fixed-lag Savitzky-Golay filter applied alike to both signals
 (the default) also the sensor frame's twist and proper acceleration, computed at every joint sample
 and smoothed with the wrench's kernel. A batch leaves as soon as new
 data made samples ready (half a millisecond after the first message of a burst, so that
-messages a driver sends together travel together), at most ``publish_rate`` times a second.
+messages a driver sends together travel together), at most about ``publish_rate`` times a
+second (:class:`~inertial_id.core.gathering.pacing.BatchPacer`).
 The two high-rate inputs are
 taken serialised and decoded by :class:`~inertial_id.io.cdr.CdrDecoder`, and the batches are
 published serialised by :class:`~inertial_id.io.cdr.CdrEncoder`, which costs a fraction of
@@ -27,6 +28,7 @@ from sensor_msgs.msg import JointState
 from inertial_id.core.errors import InertialIdError
 from inertial_id.core.gathering.gatherer import Gathering
 from inertial_id.core.gathering.ledger import DropLedger, drop_key
+from inertial_id.core.gathering.pacing import BatchPacer
 from inertial_id.core.gathering.synchronizer.kernel import compiled_kernel
 from inertial_id.core.samples import WrenchSample
 from inertial_id.io.cdr import CdrDecoder, CdrEncoder
@@ -54,17 +56,8 @@ from inertial_id.nodes.runner import run
 from inertial_id.params.settings import gatherer_kinematics, gatherer_settings
 from inertial_id.params.table import GATHERER_PARAMS
 
-COALESCE = 0.0005
-"""s a batch waits after the message that armed it, so that messages sent together (a robot
-driver publishing its joint states and wrench in the same cycle) leave in one batch."""
-
-
 ARMED_CHECK = 0.05
 """s after its due time that an armed batch timer is taken as armed without asking rclpy."""
-
-BURST = 2.0
-"""Batches that may leave in quick succession (the token bucket's depth), so that a driver's
-jitter does not hold a batch back."""
 
 
 class Gatherer(PipelineNode):
@@ -90,11 +83,10 @@ class Gatherer(PipelineNode):
         qos = sensor_qos(values["queue_depth"])
         self.create_subscription(JointState, "joint_states", self.on_joint_state, qos, raw=True)
         self.create_subscription(WrenchStamped, "wrench", self.on_wrench, qos, raw=True)
-        # A batch leaves COALESCE after new data arrived, at most publish_rate times a second
-        # on average: a one-shot timer on the steady clock, armed by the input callbacks.
-        self.publish_rate = values["publish_rate"]
-        self.tokens, self.tokens_at = BURST, time.monotonic()
-        self.publish_timer = steady_timer(self, 1.0 / self.publish_rate, self.publish_ready,
+        # A batch leaves soon after new data arrived, at most about publish_rate times a
+        # second: a one-shot timer on the steady clock, armed by the input callbacks.
+        self.pacer = BatchPacer(values["publish_rate"], time.monotonic())
+        self.publish_timer = steady_timer(self, 1.0 / self.pacer.rate, self.publish_ready,
                                           autostart=False)
         self.armed_until = 0.0  # s (time.monotonic): before it, the batch timer is armed
         self.compensated = CompensatedWrenchOutput(self, values["queue_depth"])
@@ -106,8 +98,7 @@ class Gatherer(PipelineNode):
         """Runtime parameter changes: ``publish_rate`` and ``realtime_priority`` (the others
         are read-only)."""
         if "publish_rate" in changed:
-            self._refill()
-            self.publish_rate = float(values["publish_rate"])
+            self.pacer.set_rate(float(values["publish_rate"]), time.monotonic())
         if "realtime_priority" in changed:
             self.set_priority(values["realtime_priority"])
 
@@ -201,19 +192,13 @@ class Gatherer(PipelineNode):
                     values)
         return DiagnosticStatus.OK, f"synchronising; {choice.summary()}", values
 
-    def _refill(self) -> None:
-        """Token bucket: ``publish_rate`` batches per second accrue, at most ``BURST``."""
-        now = time.monotonic()
-        self.tokens = min(BURST, self.tokens + (now - self.tokens_at) * self.publish_rate)
-        self.tokens_at = now
-
     def timers_stopped(self) -> None:
         """The batch timer was cancelled from outside: the next message arms it."""
         self.armed_until = 0.0
 
     def schedule(self) -> None:
-        """Arm the batch timer unless it is armed: COALESCE from now, or when the bucket
-        holds a batch again.
+        """Arm the batch timer unless it is armed, for when the pacer lets the batch leave
+        (:meth:`BatchPacer.wait`).
 
         A token bucket rather than a minimum interval since the last batch: with a driver
         publishing at about ``publish_rate``, every late burst would push that interval's
@@ -223,8 +208,7 @@ class Gatherer(PipelineNode):
         # lifecycle deactivation cancels the timer without its callback running).
         if now < self.armed_until or not self.publish_timer.is_canceled():
             return
-        self._refill()
-        wait = max(COALESCE, (1.0 - self.tokens) / self.publish_rate)
+        wait = self.pacer.wait(now)
         self.armed_until = now + wait + ARMED_CHECK
         set_period(self.publish_timer, wait)
 
@@ -279,8 +263,7 @@ class Gatherer(PipelineNode):
         """The batch timer: publish what is ready (one-shot: the next message re-arms it)."""
         self.publish_timer.cancel()
         self.armed_until = 0.0
-        self._refill()
-        self.tokens -= 1.0
+        self.pacer.left(time.monotonic())
         if self.gathering is None:
             return
         chosen = self.gathering.choice is not None

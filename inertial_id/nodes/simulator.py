@@ -166,15 +166,18 @@ class Simulator(Node):
             self._contacts_from_motion()
         joint_times = self._due("joint", self.joint_rate, elapsed)
         wrench_times = self._due("wrench", self.wrench_rate, elapsed)
-        # Serialised here (CdrEncoder) and published as bytes: no message objects at 1.5 kHz.
-        if joint_times.size:
-            positions, velocities = self.sim.joint_states(joint_times)
-            efforts = self.sim.joint_efforts(joint_times)
-            for t, q, v, e in zip(joint_times, positions, velocities, efforts, strict=True):
+        # Everything computed first, then published back to back (a driver's cycle: what it
+        # sends together arrives together); serialised here (CdrEncoder) and published as
+        # bytes: no message objects at 1.5 kHz.
+        joints = self.sim.joint_states(joint_times) if joint_times.size else None
+        efforts = self.sim.joint_efforts(joint_times) if joint_times.size else None
+        wrenches = self.sim.wrench(wrench_times) if wrench_times.size else None
+        if joints is not None:
+            for t, q, v, e in zip(joint_times, *joints, efforts, strict=True):
                 self.joint_pub.publish(
                     self.encoder.joint_state(self.start + t, self.joint_names, q, v, e))
-        if wrench_times.size:
-            for t, w in zip(wrench_times, self.sim.wrench(wrench_times), strict=True):
+        if wrenches is not None:
+            for t, w in zip(wrench_times, wrenches, strict=True):
                 self.wrench_pub.publish(self.encoder.wrench(self.start + t, self.frame, w))
 
 

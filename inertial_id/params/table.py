@@ -89,8 +89,9 @@ GATHERER_PARAMS = URDF_PARAMS + MODEL_PARAMS + (
           "acceleration, so the solver removes the bias it gives least squares"),
     Param("queue_depth", 500, "subscription queue depth (messages)", low=1, unit="messages",
           offline=False),
-    Param("publish_rate", 200.0, "at most this many batches per second (Hz); a batch leaves "
-          "0.5 ms after new data arrived", low=0, open_low=True, high=10000, unit="Hz",
+    Param("publish_rate", 200.0, "batches per second at most (Hz), on average and 10 % "
+          "over, so that a driver publishing at this rate gets one batch per cycle; a batch "
+          "leaves 0.5 ms after new data arrived", low=0, open_low=True, high=10000, unit="Hz",
           live=True, offline=False),
     Param("realtime_priority", 0, "SCHED_FIFO priority of every thread of the process (1-99; "
           "0: the scheduler it was started with), for ~/compensated_wrench within a ms on a "
