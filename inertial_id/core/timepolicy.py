@@ -135,3 +135,9 @@ class StampPolicy:
             if reset:
                 last_reset = k
         return keep, last_reset
+
+def first_at_or_after(times: NDArray[np.float64], t: float) -> int:
+    """Index of the first of ``times`` (in order, not necessarily increasing) at or after
+    ``t``; the last index when none is."""
+    hits = np.flatnonzero(times >= t)
+    return int(hits[0]) if hits.size else times.size - 1

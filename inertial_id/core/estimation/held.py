@@ -4,7 +4,8 @@ A held row is :data:`~inertial_id.core.estimation.payload_change.SAMPLE_COLUMNS`
 frame, SI units: twist, proper acceleration and filtered wrench, the acceleration's noise
 covariance, the smoothed angular-velocity products) then the raw wrench (6). :func:`held_rows`
 builds and checks them for a batch; :class:`HeldSamples` keeps those waiting for the contact
-gate, in stamp order, until they are released into the statistics or dropped near a contact;
+gate, in stamp order, until they are released or dropped near a contact;
+:class:`ReleasedSamples` gathers the released ones until they enter the statistics together;
 :class:`Anomaly` keeps a contact's samples for the payload-change test.
 """
 
@@ -20,6 +21,15 @@ from inertial_id.core.errors import ImplausibleValueError, SampleError
 from inertial_id.core.estimation.payload_change import NOISE, PRODUCTS, SAMPLE_COLUMNS
 from inertial_id.core.regressor import angular_products
 from inertial_id.core.samples import MAX_ABS_VALUE, plausible
+
+TAKE_EVERY = 0.1
+"""s of stamps the released samples may span before they enter the statistics together (a
+solve, a reset, new settings or an anomaly's resolution take them at once): one Gram matrix
+and one set of normal equations per tenth of a second instead of per batch. Every estimate
+is the same as with each batch taken at once, since the sums do not depend on the grouping
+(exactly so only without forgetting or a window, which take each batch at once), and each
+block of the block-robust covariance closes after the batch it closed after before: what is
+pending is taken once it would fill the open block."""
 
 HELD_COLUMNS = SAMPLE_COLUMNS + 6
 """Columns of a held row: :data:`SAMPLE_COLUMNS` then the raw wrench."""
@@ -94,9 +104,9 @@ class HeldSamples:
                 break
         return dropped
 
-    def release(self, horizon: float) -> Block | None:
-        """The stamps and rows of the samples stamped at or before ``horizon`` (no longer
-        held), or None when there are none."""
+    def release(self, horizon: float) -> list[Block]:
+        """The samples stamped at or before ``horizon`` (no longer held), oldest first, in
+        the blocks they were held in (none: an empty list)."""
         released: list[Block] = []
         while self._blocks and self._blocks[0][0][0] <= horizon:
             stamps, rows = self._blocks.popleft()
@@ -105,16 +115,52 @@ class HeldSamples:
             if split < stamps.size:
                 self._blocks.appendleft((stamps[split:], rows[split:]))
                 break
-        if not released:
-            return None
-        stamps, rows = zip(*released, strict=True)
-        return np.concatenate(stamps), np.concatenate(rows)
+        return released
 
     def clear(self) -> int:
         """Forget every held sample; how many there were."""
         count = self.count
         self._blocks.clear()
         return count
+
+
+class ReleasedSamples:
+    """Samples the contact gate released and the statistics have not taken yet, oldest
+    first: gathered so that the few samples of each batch enter the statistics together
+    (:meth:`take`), once the caller decides (the online estimator: every ``TAKE_EVERY`` of
+    stamps, and whenever something reads or changes the statistics)."""
+
+    def __init__(self) -> None:
+        self._blocks: list[Block] = []
+        self.count = 0
+        """Samples gathered."""
+
+    def add(self, blocks: Iterable[Block]) -> None:
+        """Released samples, stamped after all those gathered."""
+        for block in blocks:
+            self._blocks.append(block)
+            self.count += block[0].size
+
+    @property
+    def span(self) -> float:
+        """s from the oldest gathered stamp to the newest (0 with none; the magnitude, should
+        the stamps have jumped back)."""
+        if not self._blocks:
+            return 0.0
+        return abs(float(self._blocks[-1][0][-1] - self._blocks[0][0][0]))
+
+    def take(self) -> Block | None:
+        """Every gathered sample, as one block (no longer gathered); None with none."""
+        if not self._blocks:
+            return None
+        stamps, rows = zip(*self._blocks, strict=True)
+        self.clear()
+        return np.concatenate(stamps), np.concatenate(rows)
+
+    def clear(self) -> None:
+        """Forget the gathered samples."""
+        self._blocks = []
+        self.count = 0
 
 
 class Anomaly:

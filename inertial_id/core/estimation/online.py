@@ -32,7 +32,13 @@ from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.anomaly import ContactInterval, T2Monitor
 from inertial_id.core.estimation.bias_step import OpenAnomaly
 from inertial_id.core.estimation.drift import per_axis_rate
-from inertial_id.core.estimation.held import Anomaly, Block, HeldSamples, held_rows
+from inertial_id.core.estimation.held import (
+    TAKE_EVERY,
+    Anomaly,
+    HeldSamples,
+    ReleasedSamples,
+    held_rows,
+)
 from inertial_id.core.estimation.online_types import (
     OnlineConfig,
     StepResult,
@@ -57,7 +63,7 @@ from inertial_id.core.estimation.resolution import (
 from inertial_id.core.estimation.setup_check import MIN_SAMPLES as SETUP_MIN_SAMPLES
 from inertial_id.core.estimation.setup_check import SetupCheck, SetupProblem
 from inertial_id.core.regressor import batch_gram, predicted_wrench, regressor_features
-from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE, StampPolicy
+from inertial_id.core.timepolicy import JUMP, OUT_OF_RANGE, StampPolicy, first_at_or_after
 
 DROP_KEYS = (GATED, FROZEN, RESET, JUMP, OUT_OF_RANGE)
 """The ledger's drop reasons (:meth:`OnlineEstimator.ledger`)."""
@@ -70,14 +76,6 @@ span (a smooth kernel over W samples leaves about W / 2 correlated ones): the co
 time of the contact monitor's confirmation
 (:class:`~inertial_id.core.estimation.anomaly.T2Monitor`)."""
 WRENCH_AXES = ("fx", "fy", "fz", "tx", "ty", "tz")
-TAKE_EVERY = 0.1
-"""s of stamps the released samples may span before they enter the statistics together (a
-solve, a reset, new settings or an anomaly's resolution take them at once): one Gram matrix
-and one set of normal equations per tenth of a second instead of per batch. Every estimate
-is the same as with each batch taken at once, since the sums do not depend on the grouping
-(exactly so only without forgetting or a window, which take each batch at once), and each
-block of the block-robust covariance closes after the batch it closed after before: what is
-pending is taken once it would fill the open block."""
 SETUP_CHECK_EVERY = 1000
 """Samples between two set-up checks (:class:`SetupCheck`; a second at 1 kHz: a set-up
 mistake is there from the start, and each check refits three least-squares problems)."""
@@ -98,8 +96,7 @@ class OnlineEstimator(AnomalyResolution):
         self.bias_steps: list[float] = []  # stamps (s) of recognised steps of the bias
         self.open_anomalies: list[OpenAnomaly] = []
         self._held = HeldSamples()  # waiting for the contact gate
-        self._pending: list[Block] = []  # released, not yet in the statistics
-        self._pending_count = 0
+        self._released = ReleasedSamples()  # not yet in the statistics (TAKE_EVERY)
         self._exclude_until = -np.inf
         self._latest = -np.inf
         self._anomaly = Anomaly()  # the current contact's samples
@@ -377,33 +374,31 @@ class OnlineEstimator(AnomalyResolution):
         candidate = self.monitor.candidate_start
         if candidate is not None:  # a possible contact: hold what is within the margin of it
             horizon = min(horizon, np.nextafter(candidate - self.config.gate_margin, -np.inf))
-        data = self._held.release(horizon)
-        if data is None:
+        blocks = self._held.release(horizon)
+        if not blocks:
             return
+        count = sum(stamps.size for stamps, _ in blocks)
         if self.frozen:
-            self.counters[FROZEN] += data[0].size
+            self.counters[FROZEN] += count
             return
-        self.used += data[0].size
-        self._pending.append(data)
-        self._pending_count += data[0].size
+        self.used += count
+        released = self._released
+        released.add(blocks)
         payload = self.config.payload
         if (payload.forgetting_factor < 1.0 or payload.window_samples > 0
-                or abs(data[0][-1] - self._pending[0][0][0]) >= TAKE_EVERY
-                or self._pending_count >= self.identifier.statistics.block_room):
+                or released.span >= TAKE_EVERY
+                or released.count >= self.identifier.statistics.block_room):
             self._take_pending()
 
     def _take_pending(self) -> None:
         """The released samples not yet in the statistics, into them (one Gram matrix)."""
-        if not self._pending:
-            return
-        stamps, rows = zip(*self._pending, strict=True)
-        self._clear_pending()
-        self._take(np.concatenate(stamps), np.concatenate(rows))
+        block = self._released.take()
+        if block is not None:
+            self._take(*block)
 
     def _clear_pending(self) -> None:
         """Forget the released samples not yet taken (used: they go with the statistics)."""
-        self._pending.clear()
-        self._pending_count = 0
+        self._released.clear()
 
     def _take(self, stamps: NDArray[np.float64], rows: NDArray[np.float64]) -> None:
         """Held rows (:data:`SAMPLE_COLUMNS` first) and their stamps into the estimate's and
@@ -491,7 +486,7 @@ class OnlineEstimator(AnomalyResolution):
     def samples(self) -> float:
         """Samples the estimate's statistics hold (weighted when they forget), the released
         ones not yet taken (:data:`TAKE_EVERY`) included."""
-        return self.identifier.statistics.samples + self._pending_count
+        return self.identifier.statistics.samples + self._released.count
 
     @property
     def held(self) -> int:
@@ -506,9 +501,3 @@ class OnlineEstimator(AnomalyResolution):
         out.update({f"dropped_{key}": int(count) for key, count in self.counters.items()
                     if key in DROP_KEYS})
         return out
-
-def first_at_or_after(times: NDArray[np.float64], t: float) -> int:
-    """Index of the first of ``times`` (in order, not necessarily increasing) at or after
-    ``t``; the last index when none is."""
-    hits = np.flatnonzero(times >= t)
-    return int(hits[0]) if hits.size else times.size - 1

@@ -44,8 +44,9 @@ import numpy as np
 from inertial_id.core.errors import ImplausibleValueError, InertialIdError
 from inertial_id.core.estimate import Estimate
 from inertial_id.core.estimation.compensation import DriverCompensation
-from inertial_id.core.estimation.online import OnlineEstimator, first_at_or_after
+from inertial_id.core.estimation.online import OnlineEstimator
 from inertial_id.core.estimation.online_types import StepResult
+from inertial_id.core.timepolicy import first_at_or_after
 
 SLOW_SOLVE_PERIOD = 0.1
 """s between solves at least while they cost milliseconds (cvxpy before the dedicated solver
