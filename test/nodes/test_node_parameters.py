@@ -166,7 +166,7 @@ def test_tunables_change_the_live_objects(context: rclpy.Context) -> None:
     assert solver.stage.solve_period == 0.1
     gatherer = make("gatherer", context)
     (result,) = gatherer.set_parameters([Parameter("publish_rate", value=50.0)])
-    assert result.successful and gatherer.publish_rate == 50.0
+    assert result.successful and gatherer.pacer.rate == 50.0
     for node in (solver, gatherer):
         node.destroy_node()
 
