@@ -8,13 +8,14 @@ one.
 
 Why the slack. A driver that publishes in bursts at exactly ``rate`` (a 200 Hz cycle, with
 ``publish_rate`` 200) brings one burst per token: a bucket that refills at exactly that rate
-then never holds more than the one token each burst takes, so a burst that came late (timer
-jitter) leaves every later batch waiting for its token, and the waits drift between
-:data:`COALESCE` and a whole period for good. Measured on the benchmark's simulated arm (200
-bursts a second): the batches waited 3.0 ms median instead of 0.5 ms. With tokens accruing
-:data:`RATE_SLACK` faster, each burst brings back that share of a token, the bucket refills,
-and the batches leave :data:`COALESCE` after their bursts again. A continuous stream
-(messages one by one) gets at most ``rate x (1 + RATE_SLACK)`` batches a second.
+then gains back only the token each burst takes: once it has run dry (the start-up, a late
+burst, a burst that came in two parts), every later batch waits for its token, at whatever
+phase between :data:`COALESCE` and a whole period it reached, for good. Measured on the
+benchmark's simulated arm (200 bursts a second): the batches waited 3.0 ms median instead of
+0.5 ms. With tokens accruing :data:`RATE_SLACK` faster, each burst brings back that share
+of a token, the bucket refills, and the batches leave :data:`COALESCE` after their bursts
+again. A continuous stream (messages one by one) gets at most ``rate x (1 + RATE_SLACK)``
+batches a second.
 """
 
 from __future__ import annotations
