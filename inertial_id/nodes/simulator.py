@@ -169,11 +169,11 @@ class Simulator(Node):
         # Everything computed first, then published back to back (a driver's cycle: what it
         # sends together arrives together); serialised here (CdrEncoder) and published as
         # bytes: no message objects at 1.5 kHz.
-        joints = self.sim.joint_states(joint_times) if joint_times.size else None
-        efforts = self.sim.joint_efforts(joint_times) if joint_times.size else None
+        joints = ((*self.sim.joint_states(joint_times), self.sim.joint_efforts(joint_times))
+                  if joint_times.size else None)
         wrenches = self.sim.wrench(wrench_times) if wrench_times.size else None
         if joints is not None:
-            for t, q, v, e in zip(joint_times, *joints, efforts, strict=True):
+            for t, q, v, e in zip(joint_times, *joints, strict=True):
                 self.joint_pub.publish(
                     self.encoder.joint_state(self.start + t, self.joint_names, q, v, e))
         if wrenches is not None:
